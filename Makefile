@@ -1,0 +1,31 @@
+# hivemesh: the two set-up commands are `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)  ## the main job: TPC-H through Spark on a hivemesh metastore (embedded defaults)
+	$(BIN)/hivemesh quickstart
+
+test: $(STAMP)  ## the whole test suite
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+bench: $(STAMP)
+	$(BIN)/python bench/metastore.py
+
+clean:
+	rm -rf $(VENV) hivemesh-data .pytest_cache

@@ -1,0 +1,92 @@
+"""The ``hivemesh`` command: ``hivemesh metastore``, ``hivemesh quickstart``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from hivemesh import __version__
+from hivemesh.config import ConfigError, load_config
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="hivemesh")
+def main() -> None:
+    """hivemesh: many Hive metastores, one lakehouse."""
+
+
+@main.command()
+@click.option(
+    "--config", "config_path", type=click.Path(dir_okay=False), help="mesh.yaml to read settings from."
+)
+@click.option("--host", default=None, help="Address to listen on.  [default: 127.0.0.1]")
+@click.option("--port", type=int, default=None, help="Thrift port; 0 picks a free one.  [default: 9083]")
+@click.option(
+    "--db",
+    default=None,
+    help="SQLAlchemy URL of the metadata store (sqlite:///file.db or postgresql+psycopg://user@host/db)."
+    "  [default: sqlite:///hivemesh-data/metastore.db]",
+)
+@click.option(
+    "--warehouse",
+    default=None,
+    help="Root of managed databases and tables (path or URI).  [default: hivemesh-data/warehouse]",
+)
+@click.option("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR.  [default: INFO]")
+@click.option("--framed/--unframed", default=None, help="Framed Thrift transport.  [default: unframed]")
+@click.option("--compact/--binary", default=None, help="Compact Thrift protocol.  [default: binary]")
+@click.option("--metrics-port", type=int, default=None, help="Serve Prometheus /metrics on this HTTP port.")
+def metastore(config_path: str | None, **opts: object) -> None:
+    """Serve the Hive Metastore Thrift API on SQLite or PostgreSQL.
+
+    Every option can also come from the config file (section ``metastore:``) or from
+    HIVEMESH_METASTORE_<OPTION> environment variables; options win over both.
+    """
+    try:
+        cfg = load_config(config_path, **{f"metastore__{k}": v for k, v in opts.items()}).metastore
+    except ConfigError as e:
+        raise click.ClickException(str(e)) from e
+    _setup_logging(cfg.log_level)
+    from hivemesh.metastore.service import run_forever
+
+    sys.exit(run_forever(cfg))
+
+
+@main.command()
+@click.option(
+    "--metastore-uri", default=None, help="Use this metastore (thrift://host:port) instead of starting one."
+)
+@click.option("--scale", type=float, default=0.1, show_default=True, help="TPC-H scale factor.")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("hivemesh-data"),
+    show_default=True,
+    help="Where the embedded metastore, the warehouse and the generated TPC-H files live.",
+)
+@click.option("--log-level", default="WARNING", show_default=True)
+def quickstart(metastore_uri: str | None, scale: float, data_dir: Path, log_level: str) -> None:
+    """Load TPC-H into Hive ORC tables through Spark and check analytical queries against the files.
+
+    With no --metastore-uri, starts an embedded hivemesh metastore on SQLite in DATA_DIR.
+    A second run reuses the generated data and the loaded tables.
+    """
+    _setup_logging(log_level)
+    from hivemesh.quickstart import run
+
+    sys.exit(run(metastore_uri=metastore_uri, scale=scale, data_dir=data_dir))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,118 @@
+"""Typed configuration for every hivemesh command (one ``mesh.yaml`` for all of them).
+
+Precedence, highest first: command-line options, environment variables (``HIVEMESH_METASTORE_PORT``
+and so on: ``HIVEMESH_<SECTION>_<KEY>``), the YAML file given with ``--config``, built-in defaults.
+Validation errors name the offending key and say what was expected (pydantic).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_DATA_DIR = Path("hivemesh-data")
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+
+
+class ConfigError(ValueError):
+    """A configuration file or value is invalid; the message lists every problem with its key."""
+
+
+class MetastoreConfig(BaseModel):
+    """Settings of ``hivemesh metastore`` (section ``metastore:`` of mesh.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field("127.0.0.1", description="address to listen on")
+    port: int = Field(9083, ge=0, le=65535, description="Thrift port (0 = any free port)")
+    db: str = Field(
+        f"sqlite:///{DEFAULT_DATA_DIR / 'metastore.db'}",
+        description="SQLAlchemy URL of the metadata store: sqlite:///path or postgresql+psycopg://...",
+    )
+    warehouse: str = Field(
+        str(DEFAULT_DATA_DIR / "warehouse"),
+        description="default root of managed databases and tables (a path or a URI)",
+    )
+    log_level: LogLevel = "INFO"
+    framed: bool = Field(False, description="framed Thrift transport (Hive default: unframed)")
+    compact: bool = Field(False, description="compact Thrift protocol (Hive default: binary)")
+    max_message_mb: int = Field(100, ge=1, le=2048, description="largest string/message accepted, MiB")
+    metrics_port: int | None = Field(
+        None, ge=0, le=65535, description="HTTP port serving Prometheus /metrics (off when unset)"
+    )
+    txn_timeout_s: int = Field(300, ge=1, description="hive.txn.timeout, seconds")
+
+    @field_validator("db")
+    @classmethod
+    def _check_db(cls, v: str) -> str:
+        if not (v.startswith("sqlite:") or v.startswith("postgresql")):
+            raise ValueError("must be a SQLAlchemy URL starting with sqlite:/// or postgresql+psycopg://")
+        return v
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.upper() if isinstance(v, str) else v
+
+
+class MeshConfig(BaseModel):
+    """The whole of mesh.yaml. Unknown top-level keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metastore: MetastoreConfig = Field(default_factory=MetastoreConfig)
+
+
+def _format_errors(source: str, err: ValidationError) -> str:
+    lines = [f"invalid configuration in {source}:"]
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        lines.append(f"  {loc}: {e['msg']} (got {e.get('input')!r})")
+    return "\n".join(lines)
+
+
+def _env_overrides(section: str, model: type[BaseModel]) -> dict[str, str]:
+    out = {}
+    for name in model.model_fields:
+        key = f"HIVEMESH_{section.upper()}_{name.upper()}"
+        if key in os.environ:
+            out[name] = os.environ[key]
+    return out
+
+
+def load_config(path: str | os.PathLike[str] | None = None, **cli: Any) -> MeshConfig:
+    """Build the configuration from a YAML file, the environment and CLI options.
+
+    ``cli`` holds ``section__key=value`` pairs (e.g. ``metastore__port=9084``); ``None`` values are
+    ignored (an option the user did not give). Raises ConfigError with every problem listed.
+    """
+    raw: dict[str, Any] = {}
+    source = "defaults"
+    if path is not None:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"cannot read configuration file {path}: {e.strerror}") from e
+        try:
+            loaded = yaml.safe_load(text) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path} is not valid YAML: {e}") from e
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping (metastore: ...)")
+        raw = loaded
+    for section, model in (("metastore", MetastoreConfig),):
+        sect = dict(raw.get(section) or {})
+        sect.update(_env_overrides(section, model))
+        for k, v in cli.items():
+            if v is not None and k.startswith(section + "__"):
+                sect[k.split("__", 1)[1]] = v
+        raw[section] = sect
+    try:
+        return MeshConfig.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_format_errors(source + " / environment / options", e)) from e

@@ -1,0 +1,1 @@
+"""The local metastore: an HMS-compatible catalog persisted in SQLite or PostgreSQL."""

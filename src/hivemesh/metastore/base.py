@@ -1,0 +1,140 @@
+"""Shared machinery of the local metastore's handler mixins: transactions, lookups, name rules."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import sqlalchemy as sa
+from hive_metastore.ttypes import (
+    AlreadyExistsException,
+    InvalidObjectException,
+    MetaException,
+    NoSuchObjectException,
+)
+
+from hivemesh.metastore import paths
+from hivemesh.metastore.schema import DBS, TBLS
+from hivemesh.metastore.store import Store
+from hivemesh.thrift.names import DEFAULT_CATALOG, parse_db_name
+
+log = logging.getLogger("hivemesh.metastore")
+
+_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def now_s() -> int:
+    """Current time in whole seconds (Hive's createTime unit)."""
+    return int(time.time())
+
+
+def validate_name(name: str | None) -> bool:
+    """Hive's MetaStoreUtils.validateName: ASCII letters, digits and underscore only."""
+    return bool(name) and bool(_NAME.match(name))
+
+
+@lru_cache(maxsize=1024)
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    alts = [p.strip() for p in pattern.split("|")]
+    star = re.escape("*")
+    return re.compile("|".join("(?:" + re.escape(p).replace(star, ".*") + ")" for p in alts), re.IGNORECASE)
+
+
+def matches_pattern(name: str, pattern: str | None) -> bool:
+    """Hive metastore name patterns: ``*`` any characters, ``|`` alternatives, case-insensitive."""
+    if pattern is None or pattern in ("", "*", ".*"):
+        return True
+    return _pattern_regex(pattern).fullmatch(name) is not None
+
+
+@dataclass
+class Tx:
+    """An open write transaction: the connection, and file-system work to run after it commits."""
+
+    conn: sa.Connection
+    after_commit: list[Callable[[], object]] = field(default_factory=list)
+
+
+class CatalogBase:
+    """State and helpers common to every handler mixin of :class:`LocalMetastore`."""
+
+    def __init__(self, store: Store, warehouse: str):
+        self.store = store
+        self.warehouse = paths.normalize_location(warehouse)
+
+    # ---- transactions
+    @contextmanager
+    def write(self) -> Iterator[Tx]:
+        """One database transaction; file-system actions queued on it run only after commit."""
+        with self.store.write() as conn:
+            tx = Tx(conn)
+            yield tx
+        for action in tx.after_commit:
+            try:
+                action()
+            except Exception:  # storage clean-up must not turn a committed call into an error
+                log.exception("post-commit storage action failed")
+
+    def read(self):  # type: ignore[no-untyped-def]
+        """One read transaction (a consistent view for the whole call)."""
+        return self.store.read()
+
+    # ---- names
+    @staticmethod
+    def db_name(name: str | None) -> tuple[str, str]:
+        """Catalog and lower-cased database name; raises MetaException for '@cat#' forms without a db."""
+        cat, db = parse_db_name(name)
+        if db is None:
+            raise MetaException(f"Database name is required: {name!r}")
+        return cat, db
+
+    # ---- lookups
+    def db_row(
+        self, conn: sa.Connection, name: str | None, exc: type[Exception] = NoSuchObjectException
+    ) -> sa.Row:
+        """The DBS row of a database; raises ``exc`` ("There is no database named x") if missing."""
+        cat, db = self.db_name(name)
+        row = conn.execute(sa.select(DBS).where(cat == DBS.c.CTLG_NAME, db == DBS.c.NAME)).first()
+        if row is None:
+            raise exc(
+                f"There is no database named {db}"
+                if cat == DEFAULT_CATALOG
+                else f"There is no database {cat}.{db}"
+            )
+        return row
+
+    def table_row(
+        self,
+        conn: sa.Connection,
+        db: str | None,
+        tbl: str | None,
+        exc: type[Exception] = NoSuchObjectException,
+        for_update: bool = False,
+    ) -> sa.Row:
+        """The TBLS row (with DB_NAME, CTLG_NAME, DB_LOCATION_URI); raises ``exc`` if missing."""
+        cat, dbn = self.db_name(db)
+        tn = (tbl or "").lower()
+        q = (
+            sa.select(TBLS, DBS.c.NAME.label("DB_NAME"), DBS.c.CTLG_NAME, DBS.c.DB_LOCATION_URI)
+            .select_from(TBLS.join(DBS, TBLS.c.DB_ID == DBS.c.DB_ID))
+            .where(cat == DBS.c.CTLG_NAME, dbn == DBS.c.NAME, tn == TBLS.c.TBL_NAME)
+        )
+        if for_update:
+            q = q.with_for_update(of=TBLS)
+        row = conn.execute(q).first()
+        if row is None:
+            raise exc(f"{dbn}.{tn} table not found")
+        return row
+
+    @staticmethod
+    def already_exists(what: str) -> AlreadyExistsException:
+        return AlreadyExistsException(what)
+
+    @staticmethod
+    def invalid_name(name: str | None) -> InvalidObjectException:
+        return InvalidObjectException(f"{name} is not a valid object name")

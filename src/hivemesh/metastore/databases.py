@@ -1,0 +1,176 @@
+"""Database methods of the HMS interface (create, get, list, alter, drop)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from hive_metastore.ttypes import (
+    Database,
+    InvalidOperationException,
+    MetaException,
+    NoSuchObjectException,
+    PrincipalType,
+)
+
+from hivemesh.metastore import paths
+from hivemesh.metastore.base import CatalogBase, matches_pattern, now_s, validate_name
+from hivemesh.metastore.schema import DATABASE_PARAMS, DBS, FUNCS, TBLS
+from hivemesh.thrift.names import parse_db_name
+
+DEFAULT_DB = "default"
+
+
+class DatabaseMixin(CatalogBase):
+    """HMS database calls. Names are lower-cased; ``@cat#db`` forms are accepted everywhere."""
+
+    def default_db_location(self, name: str) -> str:
+        """``<warehouse>/<name>.db``; the warehouse root itself for ``default`` (as Hive)."""
+        return self.warehouse if name == DEFAULT_DB else paths.join_location(self.warehouse, f"{name}.db")
+
+    def _to_database(self, conn: sa.Connection, row: sa.Row) -> Database:
+        params = {
+            k: v or ""
+            for k, v in conn.execute(
+                sa.select(DATABASE_PARAMS.c.PARAM_KEY, DATABASE_PARAMS.c.PARAM_VALUE).where(
+                    DATABASE_PARAMS.c.DB_ID == row.DB_ID
+                )
+            )
+        }
+        return Database(
+            name=row.NAME,
+            description=row.DESC,
+            locationUri=row.DB_LOCATION_URI,
+            parameters=params,
+            ownerName=row.OWNER_NAME,
+            ownerType=row.OWNER_TYPE if row.OWNER_TYPE is not None else None,
+            catalogName=row.CTLG_NAME,
+            createTime=row.CREATE_TIME,
+        )
+
+    def create_database(self, database: Database) -> None:
+        """Create a database; raises AlreadyExistsException, InvalidObjectException (bad name)."""
+        cat = (database.catalogName or "hive").lower()
+        name = (database.name or "").lower()
+        if not validate_name(name):
+            raise self.invalid_name(database.name)
+        location = (
+            paths.normalize_location(database.locationUri)
+            if database.locationUri
+            else self.default_db_location(name)
+        )
+        with self.write() as tx:
+            exists = tx.conn.execute(
+                sa.select(DBS.c.DB_ID).where(cat == DBS.c.CTLG_NAME, name == DBS.c.NAME)
+            ).first()
+            if exists:
+                raise self.already_exists(f"Database {name} already exists")
+            db_id = tx.conn.execute(
+                DBS.insert().values(
+                    NAME=name,
+                    CTLG_NAME=cat,
+                    DESC=database.description,
+                    DB_LOCATION_URI=location,
+                    OWNER_NAME=database.ownerName,
+                    OWNER_TYPE=database.ownerType if database.ownerType is not None else PrincipalType.USER,
+                    CREATE_TIME=database.createTime or now_s(),
+                )
+            ).inserted_primary_key[0]
+            if database.parameters:
+                tx.conn.execute(
+                    DATABASE_PARAMS.insert(),
+                    [
+                        {"DB_ID": db_id, "PARAM_KEY": k, "PARAM_VALUE": v}
+                        for k, v in database.parameters.items()
+                    ],
+                )
+            tx.after_commit.append(lambda: paths.make_dirs(location))
+
+    def get_database(self, name: str) -> Database:
+        """Raises NoSuchObjectException ("There is no database named x")."""
+        with self.read() as conn:
+            return self._to_database(conn, self.db_row(conn, name))
+
+    def get_database_req(self, request) -> Database:  # type: ignore[no-untyped-def]
+        """Hive 4 GetDatabaseRequest form of :meth:`get_database`."""
+        cat = request.catalogName or "hive"
+        return self.get_database(f"@{cat}#{request.name}")
+
+    def get_all_databases(self) -> list[str]:
+        """Names of every database of the default catalog, sorted."""
+        return self.get_databases(None)
+
+    def get_databases(self, pattern: str | None) -> list[str]:
+        """Database names matching a Hive pattern (``*``, ``|``); ``@cat#pattern`` selects a catalog."""
+        cat, pat = parse_db_name(pattern) if pattern is not None else ("hive", None)
+        with self.read() as conn:
+            names = conn.execute(
+                sa.select(DBS.c.NAME).where(cat == DBS.c.CTLG_NAME).order_by(DBS.c.NAME)
+            ).scalars()
+            return [n for n in names if matches_pattern(n, pat)]
+
+    def alter_database(self, dbname: str, db: Database) -> None:
+        """Replace description, location, owner and parameters; raises NoSuchObjectException."""
+        with self.write() as tx:
+            row = self.db_row(tx.conn, dbname)
+            values = {
+                "DESC": db.description if db.description is not None else row.DESC,
+                "OWNER_NAME": db.ownerName if db.ownerName is not None else row.OWNER_NAME,
+                "OWNER_TYPE": db.ownerType if db.ownerType is not None else row.OWNER_TYPE,
+            }
+            if db.locationUri:
+                values["DB_LOCATION_URI"] = paths.normalize_location(db.locationUri)
+            tx.conn.execute(DBS.update().where(DBS.c.DB_ID == row.DB_ID).values(**values))
+            if db.parameters is not None:
+                tx.conn.execute(DATABASE_PARAMS.delete().where(DATABASE_PARAMS.c.DB_ID == row.DB_ID))
+                if db.parameters:
+                    tx.conn.execute(
+                        DATABASE_PARAMS.insert(),
+                        [
+                            {"DB_ID": row.DB_ID, "PARAM_KEY": k, "PARAM_VALUE": v}
+                            for k, v in db.parameters.items()
+                        ],
+                    )
+
+    def drop_database(self, name: str, deleteData: bool, cascade: bool) -> None:  # noqa: N803 - Thrift names
+        """Drop a database; with ``cascade`` its tables and functions too.
+
+        Raises NoSuchObjectException; InvalidOperationException when not empty without cascade;
+        MetaException for ``default``. Managed data and (with ``deleteData``) the database
+        directory are deleted after the metadata change commits.
+        """
+        cat, db = self.db_name(name)
+        if db == DEFAULT_DB and cat == "hive":
+            raise MetaException("Can not drop default database")
+        with self.write() as tx:
+            row = self.db_row(tx.conn, name)
+            tables = (
+                tx.conn.execute(sa.select(TBLS.c.TBL_NAME).where(TBLS.c.DB_ID == row.DB_ID)).scalars().all()
+            )
+            funcs = (
+                tx.conn.execute(sa.select(FUNCS.c.FUNC_NAME).where(FUNCS.c.DB_ID == row.DB_ID))
+                .scalars()
+                .all()
+            )
+            if not cascade:
+                if tables:
+                    raise InvalidOperationException(f"Database {db} is not empty. One or more tables exist.")
+                if funcs:
+                    raise InvalidOperationException(
+                        f"Database {db} is not empty. One or more functions exist."
+                    )
+            for t in tables:
+                self._drop_table_tx(tx, row.NAME, t, deleteData, cat=cat)
+            if funcs:
+                tx.conn.execute(FUNCS.delete().where(FUNCS.c.DB_ID == row.DB_ID))
+            tx.conn.execute(DATABASE_PARAMS.delete().where(DATABASE_PARAMS.c.DB_ID == row.DB_ID))
+            tx.conn.execute(DBS.delete().where(DBS.c.DB_ID == row.DB_ID))
+            if deleteData:
+                loc = row.DB_LOCATION_URI
+                tx.after_commit.append(lambda: paths.delete_dir(loc))
+
+    def drop_database_req(self, req) -> None:  # type: ignore[no-untyped-def]
+        """Hive 4 DropDatabaseRequest form of :meth:`drop_database`."""
+        try:
+            self.drop_database(f"@{req.catalogName or 'hive'}#{req.name}", req.deleteData, req.cascade)
+        except NoSuchObjectException:
+            if not req.ignoreUnknownDb:
+                raise

@@ -1,0 +1,151 @@
+"""Permanent function methods of the HMS interface."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import sqlalchemy as sa
+from hive_metastore.ttypes import (
+    Function,
+    GetAllFunctionsResponse,
+    InvalidObjectException,
+    NoSuchObjectException,
+    ResourceUri,
+)
+
+from hivemesh.metastore.base import CatalogBase, matches_pattern, now_s, validate_name
+from hivemesh.metastore.schema import DBS, FUNC_RU, FUNCS
+
+
+class FunctionMixin(CatalogBase):
+    """create/get/list/alter/drop of permanent functions (``FUNCS``, ``FUNC_RU``)."""
+
+    def _load_functions(self, conn: sa.Connection, where: sa.ColumnElement[bool]) -> list[Function]:
+        q = (
+            sa.select(FUNCS, DBS.c.NAME.label("DB_NAME"), DBS.c.CTLG_NAME)
+            .select_from(FUNCS.join(DBS, FUNCS.c.DB_ID == DBS.c.DB_ID))
+            .where(where)
+            .order_by(DBS.c.NAME, FUNCS.c.FUNC_NAME)
+        )
+        found = conn.execute(q).all()
+        res: dict[int, list[ResourceUri]] = defaultdict(list)
+        if found:
+            for fid, rtype, uri in conn.execute(
+                sa.select(FUNC_RU.c.FUNC_ID, FUNC_RU.c.RESOURCE_TYPE, FUNC_RU.c.RESOURCE_URI)
+                .where(FUNC_RU.c.FUNC_ID.in_([r.FUNC_ID for r in found]))
+                .order_by(FUNC_RU.c.FUNC_ID, FUNC_RU.c.INTEGER_IDX)
+            ):
+                res[fid].append(ResourceUri(resourceType=rtype, uri=uri))
+        return [
+            Function(
+                functionName=r.FUNC_NAME,
+                dbName=r.DB_NAME,
+                className=r.CLASS_NAME,
+                ownerName=r.OWNER_NAME,
+                ownerType=r.OWNER_TYPE,
+                createTime=r.CREATE_TIME,
+                functionType=r.FUNC_TYPE,
+                resourceUris=res.get(r.FUNC_ID, []),
+                catName=r.CTLG_NAME,
+            )
+            for r in found
+        ]
+
+    def _insert_function(self, conn: sa.Connection, db_id: int, func: Function) -> None:
+        fid = conn.execute(
+            FUNCS.insert().values(
+                DB_ID=db_id,
+                FUNC_NAME=func.functionName.lower(),
+                CLASS_NAME=func.className,
+                OWNER_NAME=func.ownerName,
+                OWNER_TYPE=func.ownerType,
+                CREATE_TIME=func.createTime or now_s(),
+                FUNC_TYPE=func.functionType or 1,
+            )
+        ).inserted_primary_key[0]
+        if func.resourceUris:
+            conn.execute(
+                FUNC_RU.insert(),
+                [
+                    {"FUNC_ID": fid, "RESOURCE_TYPE": r.resourceType, "RESOURCE_URI": r.uri, "INTEGER_IDX": i}
+                    for i, r in enumerate(func.resourceUris)
+                ],
+            )
+
+    def create_function(self, func: Function) -> None:
+        """Raises AlreadyExistsException, NoSuchObjectException (database), InvalidObjectException."""
+        if not validate_name(func.functionName):
+            raise InvalidObjectException(f"{func.functionName} is not a valid object name")
+        if not func.className:
+            raise InvalidObjectException("Function class name cannot be empty")
+        db = f"@{func.catName}#{func.dbName}" if func.catName else func.dbName
+        with self.write() as tx:
+            row = self.db_row(tx.conn, db)
+            if tx.conn.execute(
+                sa.select(FUNCS.c.FUNC_ID).where(
+                    FUNCS.c.DB_ID == row.DB_ID, func.functionName.lower() == FUNCS.c.FUNC_NAME
+                )
+            ).first():
+                raise self.already_exists(f"Function {func.functionName} already exists")
+            self._insert_function(tx.conn, row.DB_ID, func)
+
+    def get_function(self, dbName: str, funcName: str) -> Function:  # noqa: N803 - Thrift names
+        """Raises NoSuchObjectException ("Function db.f does not exist": Spark matches that text)."""
+        cat, db = self.db_name(dbName)
+        with self.read() as conn:
+            found = self._load_functions(
+                conn,
+                sa.and_(
+                    cat == DBS.c.CTLG_NAME, db == DBS.c.NAME, (funcName or "").lower() == FUNCS.c.FUNC_NAME
+                ),
+            )
+        if not found:
+            raise NoSuchObjectException(f"Function {db}.{funcName} does not exist")
+        return found[0]
+
+    def get_functions(self, dbName: str, pattern: str) -> list[str]:  # noqa: N803
+        """Function names of a database matching a Hive pattern."""
+        cat, db = self.db_name(dbName)
+        with self.read() as conn:
+            q = (
+                sa.select(FUNCS.c.FUNC_NAME)
+                .select_from(FUNCS.join(DBS, FUNCS.c.DB_ID == DBS.c.DB_ID))
+                .where(cat == DBS.c.CTLG_NAME, db == DBS.c.NAME)
+                .order_by(FUNCS.c.FUNC_NAME)
+            )
+            return [n for n in conn.execute(q).scalars() if matches_pattern(n, pattern)]
+
+    def get_all_functions(self) -> GetAllFunctionsResponse:
+        """Every permanent function of every database."""
+        with self.read() as conn:
+            return GetAllFunctionsResponse(functions=self._load_functions(conn, sa.true()))
+
+    def alter_function(self, dbName: str, funcName: str, newFunc: Function) -> None:  # noqa: N803
+        """Replace a function; raises InvalidOperationException when it does not exist."""
+        from hive_metastore.ttypes import InvalidOperationException
+
+        cat, db = self.db_name(dbName)
+        with self.write() as tx:
+            row = self.db_row(tx.conn, dbName, exc=InvalidOperationException)
+            fid = tx.conn.execute(
+                sa.select(FUNCS.c.FUNC_ID).where(
+                    FUNCS.c.DB_ID == row.DB_ID, funcName.lower() == FUNCS.c.FUNC_NAME
+                )
+            ).scalar()
+            if fid is None:
+                raise InvalidOperationException(f"Function {db}.{funcName} does not exist")
+            tx.conn.execute(FUNCS.delete().where(fid == FUNCS.c.FUNC_ID))
+            self._insert_function(tx.conn, row.DB_ID, newFunc)
+
+    def drop_function(self, dbName: str, funcName: str) -> None:  # noqa: N803
+        """Raises NoSuchObjectException when it does not exist."""
+        cat, db = self.db_name(dbName)
+        with self.write() as tx:
+            row = self.db_row(tx.conn, dbName)
+            n = tx.conn.execute(
+                FUNCS.delete().where(
+                    FUNCS.c.DB_ID == row.DB_ID, (funcName or "").lower() == FUNCS.c.FUNC_NAME
+                )
+            ).rowcount
+            if not n:
+                raise NoSuchObjectException(f"Function {db}.{funcName} does not exist")

@@ -1,0 +1,657 @@
+"""Partition methods of the HMS interface: add (bulk), get (by values, names, partial spec, filter),
+alter, rename and drop. Every multi-partition call is one transaction with a fixed number of queries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from hive_metastore.ttypes import (
+    AddPartitionsResult,
+    AlreadyExistsException,
+    AlterPartitionsResponse,
+    DropPartitionsResult,
+    GetPartitionsByNamesResult,
+    InvalidObjectException,
+    InvalidOperationException,
+    MetaException,
+    NoSuchObjectException,
+    Partition,
+    StorageDescriptor,
+)
+
+from hivemesh.metastore import partition_filter, paths, rows
+from hivemesh.metastore.base import CatalogBase, Tx, now_s
+from hivemesh.metastore.schema import (
+    PARTITION_KEY_VALS,
+    PARTITION_KEYS,
+    PARTITION_PARAMS,
+    PARTITIONS,
+    SDS,
+)
+
+DDL_TIME = "transient_lastDdlTime"
+
+
+class _TableInfo:
+    """What partition calls need to know about their table."""
+
+    def __init__(self, conn: sa.Connection, row: sa.Row):
+        self.row = row
+        self.id = row.TBL_ID
+        self.db = row.DB_NAME
+        self.name = row.TBL_NAME
+        self.cat = row.CTLG_NAME
+        self.managed = row.TBL_TYPE == "MANAGED_TABLE"
+        self.keys = conn.execute(
+            sa.select(PARTITION_KEYS.c.PKEY_NAME, PARTITION_KEYS.c.PKEY_TYPE)
+            .where(PARTITION_KEYS.c.TBL_ID == row.TBL_ID)
+            .order_by(PARTITION_KEYS.c.INTEGER_IDX)
+        ).all()
+        self.key_names = [k for k, _ in self.keys]
+        self.key_types = {k: t for k, t in self.keys}
+        sd = (
+            conn.execute(sa.select(SDS.c.LOCATION, SDS.c.CD_ID).where(SDS.c.SD_ID == row.SD_ID)).first()
+            if row.SD_ID
+            else None
+        )
+        self.location = sd.LOCATION if sd else None
+        self.cd_id = sd.CD_ID if sd else None
+
+    def part_name(self, values: Sequence[str]) -> str:
+        if len(values or []) != len(self.key_names):
+            raise MetaException(
+                f"Invalid partition key & values; keys {self.key_names}, values {list(values or [])}"
+            )
+        return paths.make_part_name(self.key_names, values)
+
+
+class PartitionMixin(CatalogBase):
+    """HMS partition calls."""
+
+    def _table_info(
+        self,
+        conn: sa.Connection,
+        db: str,
+        tbl: str,
+        exc: type[Exception] = NoSuchObjectException,
+        lock: bool = False,
+    ) -> _TableInfo:
+        return _TableInfo(conn, self.table_row(conn, db, tbl, exc=exc, for_update=lock))
+
+    def _ids(self, info: _TableInfo, cond: Any = None, max_parts: int = -1) -> sa.Select:
+        q = sa.select(PARTITIONS.c.PART_ID).where(info.id == PARTITIONS.c.TBL_ID)
+        if cond is not None:
+            q = q.where(cond)
+        if max_parts is not None and max_parts >= 0:
+            q = q.order_by(PARTITIONS.c.PART_NAME).limit(max_parts)
+        return q
+
+    def _load(self, conn: sa.Connection, info: _TableInfo, ids: sa.Select) -> list[Partition]:
+        return rows.load_partitions(conn, info.db, info.name, info.cat, ids)
+
+    @staticmethod
+    def _table_cd(conn: sa.Connection, info: _TableInfo) -> tuple[int, tuple] | None:
+        """The table's column descriptor, for partitions with the same columns to share."""
+        if info.cd_id is None:
+            return None
+        return info.cd_id, rows.columns_key(rows.load_columns(conn, info.cd_id))
+
+    # ---------------------------------------------------------------- add
+    def _prepare(
+        self, info: _TableInfo, part: Partition, table_sd: StorageDescriptor | None
+    ) -> tuple[str, Partition]:
+        if (
+            part.dbName
+            and part.dbName.lower() != info.db
+            or part.tableName
+            and part.tableName.lower() != info.name
+        ):
+            raise MetaException(
+                f"Partition does not belong to target table {info.db}.{info.name}: {part.dbName}.{part.tableName}"
+            )
+        name = info.part_name(part.values)
+        p = Partition(**part.__dict__)
+        p.dbName, p.tableName, p.catName = info.db, info.name, info.cat
+        p.createTime = now_s()
+        p.parameters = dict(part.parameters or {})
+        p.parameters.setdefault(DDL_TIME, str(p.createTime))
+        sd = StorageDescriptor(**(part.sd or table_sd or StorageDescriptor()).__dict__)
+        if part.sd is None:
+            sd.location = None  # the table's storage descriptor, at the partition's default location
+        if sd.location:
+            sd.location = paths.normalize_location(sd.location)
+        elif info.location:
+            sd.location = paths.join_location(info.location, name)
+        p.sd = sd
+        return name, p
+
+    def _add_partitions(
+        self, tx: Tx, info: _TableInfo, parts: Sequence[Partition], if_not_exists: bool
+    ) -> list[Partition]:
+        conn = tx.conn
+        table_sd = None
+        if any(p.sd is None for p in parts) and info.row.SD_ID is not None:
+            table_sd = rows.load_sds(conn, [info.row.SD_ID])[info.row.SD_ID]
+        prepared: dict[str, Partition] = {}
+        for part in parts:
+            name, p = self._prepare(info, part, table_sd)
+            if name in prepared:
+                if if_not_exists:
+                    continue
+                raise AlreadyExistsException(f"Partition already exists: {info.db}.{info.name} {name}")
+            prepared[name] = p
+        names = list(prepared)
+        existing: set[str] = set()
+        for i in range(0, len(names), 5000):
+            existing.update(
+                conn.execute(
+                    sa.select(PARTITIONS.c.PART_NAME).where(
+                        info.id == PARTITIONS.c.TBL_ID, PARTITIONS.c.PART_NAME.in_(names[i : i + 5000])
+                    )
+                ).scalars()
+            )
+        if existing and not if_not_exists:
+            raise AlreadyExistsException(
+                f"Partition already exists: {info.db}.{info.name} {sorted(existing)[0]}"
+            )
+        names = [n for n in names if n not in existing]
+        new_parts = [prepared[n] for n in names]
+        if not new_parts:
+            return []
+        sd_ids = rows.insert_sds(conn, [p.sd for p in new_parts], shared_cd=self._table_cd(conn, info))
+        part_rows = [
+            {
+                "TBL_ID": info.id,
+                "PART_NAME": n,
+                "SD_ID": sd_id,
+                "CREATE_TIME": p.createTime,
+                "LAST_ACCESS_TIME": p.lastAccessTime or 0,
+                "WRITE_ID": p.writeId if p.writeId and p.writeId > 0 else 0,
+            }
+            for n, p, sd_id in zip(names, new_parts, sd_ids, strict=True)
+        ]
+        part_ids = rows.insert_returning(conn, PARTITIONS, "PART_ID", part_rows)
+        rows.insert_params(
+            conn, PARTITION_PARAMS, "PART_ID", zip(part_ids, (p.parameters for p in new_parts), strict=True)
+        )
+        conn.execute(
+            PARTITION_KEY_VALS.insert(),
+            [
+                {"PART_ID": pid, "TBL_ID": info.id, "PART_KEY_VAL": v, "INTEGER_IDX": i}
+                for pid, p in zip(part_ids, new_parts, strict=True)
+                for i, v in enumerate(p.values)
+            ],
+        )
+        locs = [p.sd.location for p in new_parts if p.sd and p.sd.location]
+        tx.after_commit.append(lambda: [paths.make_dirs(loc) for loc in locs])
+        return new_parts
+
+    def add_partition(self, new_part: Partition) -> Partition:
+        """Add one partition; raises AlreadyExistsException, InvalidObjectException (no table),
+        MetaException (wrong number of values)."""
+        with self.write() as tx:
+            info = self._table_info(
+                tx.conn, self._part_db(new_part), new_part.tableName, exc=InvalidObjectException
+            )
+            return self._add_partitions(tx, info, [new_part], False)[0]
+
+    def add_partition_with_environment_context(
+        self, new_part: Partition, environment_context: Any
+    ) -> Partition:
+        """:meth:`add_partition`."""
+        return self.add_partition(new_part)
+
+    def append_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Partition:
+        """Add a partition by its values with the table's storage descriptor and default location."""
+        return self.add_partition(Partition(values=part_vals, dbName=db_name, tableName=tbl_name))
+
+    def add_partitions(self, new_parts: list[Partition]) -> int:
+        """Add partitions of one table atomically; returns how many. Raises AlreadyExistsException."""
+        if not new_parts:
+            return 0
+        first = new_parts[0]
+        with self.write() as tx:
+            info = self._table_info(
+                tx.conn, self._part_db(first), first.tableName, exc=InvalidObjectException
+            )
+            return len(self._add_partitions(tx, info, new_parts, False))
+
+    def add_partitions_req(self, request: Any) -> AddPartitionsResult:
+        """AddPartitionsRequest: ``ifNotExists`` skips existing ones; ``needResult`` returns the added."""
+        db = f"@{request.catName}#{request.dbName}" if request.catName else request.dbName
+        with self.write() as tx:
+            info = self._table_info(tx.conn, db, request.tblName, exc=InvalidObjectException)
+            added = self._add_partitions(tx, info, request.parts or [], bool(request.ifNotExists))
+        return AddPartitionsResult(partitions=added if request.needResult in (None, True) else None)
+
+    @staticmethod
+    def _part_db(part: Partition) -> str:
+        return f"@{part.catName}#{part.dbName}" if part.catName else part.dbName
+
+    # ---------------------------------------------------------------- get
+    def get_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Partition:
+        """Raises NoSuchObjectException when the table or partition is missing."""
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            name = info.part_name(part_vals)
+            found = self._load(conn, info, self._ids(info, name == PARTITIONS.c.PART_NAME))
+            if not found:
+                raise NoSuchObjectException(f"partition values={list(part_vals)}")
+            return found[0]
+
+    def get_partition_with_auth(
+        self, db_name: str, tbl_name: str, part_vals: list[str], user_name: str, group_names: list[str]
+    ) -> Partition:
+        """:meth:`get_partition` (no privileges are attached)."""
+        return self.get_partition(db_name, tbl_name, part_vals)
+
+    def get_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Partition:
+        """A partition by its name ``k=v/k2=v2``; raises NoSuchObjectException."""
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            name = self._canonical_name(info, part_name)
+            found = self._load(conn, info, self._ids(info, name == PARTITIONS.c.PART_NAME))
+            if not found:
+                raise NoSuchObjectException(f"partition {part_name} of {info.db}.{info.name} not found")
+            return found[0]
+
+    @staticmethod
+    def _canonical_name(info: _TableInfo, part_name: str) -> str:
+        try:
+            kv = paths.split_part_name(part_name)
+        except ValueError as e:
+            raise MetaException(str(e)) from e
+        spec = {k.lower(): v for k, v in kv}
+        if set(spec) != set(info.key_names):
+            raise MetaException(f"Invalid partition name {part_name!r} for keys {info.key_names}")
+        return info.part_name([spec[k] for k in info.key_names])
+
+    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> list[Partition]:
+        """All partitions (at most ``max_parts``; -1 = all), ordered by name."""
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            return self._load(conn, info, self._ids(info, None, max_parts))
+
+    def get_partitions_with_auth(
+        self, db_name: str, tbl_name: str, max_parts: int, user_name: str, group_names: list[str]
+    ) -> list[Partition]:
+        """:meth:`get_partitions`."""
+        return self.get_partitions(db_name, tbl_name, max_parts)
+
+    def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
+        """Partition names ``k=v/...`` (escaped), ordered, at most ``max_parts`` (-1 = all)."""
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            q = (
+                sa.select(PARTITIONS.c.PART_NAME)
+                .where(info.id == PARTITIONS.c.TBL_ID)
+                .order_by(PARTITIONS.c.PART_NAME)
+            )
+            if max_parts is not None and max_parts >= 0:
+                q = q.limit(max_parts)
+            return list(conn.execute(q).scalars())
+
+    def _ps_cond(self, info: _TableInfo, part_vals: Sequence[str]) -> Any:
+        if len(part_vals or []) > len(info.key_names):
+            raise MetaException(
+                f"Incorrect number of partition values: {list(part_vals)} for keys {info.key_names}"
+            )
+        conds = []
+        for i, v in enumerate(part_vals or []):
+            if v == "" or v is None:
+                continue
+            kv = PARTITION_KEY_VALS.alias(f"kv{i}")
+            conds.append(
+                sa.exists().where(
+                    kv.c.PART_ID == PARTITIONS.c.PART_ID, i == kv.c.INTEGER_IDX, v == kv.c.PART_KEY_VAL
+                )
+            )
+        return sa.and_(sa.true(), *conds)
+
+    def get_partitions_ps(
+        self, db_name: str, tbl_name: str, part_vals: list[str], max_parts: int
+    ) -> list[Partition]:
+        """Partitions matching a partial specification: values for leading keys, "" = any value."""
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            return self._load(conn, info, self._ids(info, self._ps_cond(info, part_vals), max_parts))
+
+    def get_partitions_ps_with_auth(
+        self,
+        db_name: str,
+        tbl_name: str,
+        part_vals: list[str],
+        max_parts: int,
+        user_name: str,
+        group_names: list[str],
+    ) -> list[Partition]:  # noqa: E501
+        """:meth:`get_partitions_ps`."""
+        return self.get_partitions_ps(db_name, tbl_name, part_vals, max_parts)
+
+    def get_partition_names_ps(
+        self, db_name: str, tbl_name: str, part_vals: list[str], max_parts: int
+    ) -> list[str]:
+        """Names of the partitions matching a partial specification."""
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            ids = self._ids(info, self._ps_cond(info, part_vals), max_parts)
+            q = (
+                sa.select(PARTITIONS.c.PART_NAME)
+                .where(PARTITIONS.c.PART_ID.in_(ids))
+                .order_by(PARTITIONS.c.PART_NAME)
+            )
+            return list(conn.execute(q).scalars())
+
+    def _filter_ids(
+        self, conn: sa.Connection, info: _TableInfo, filter_text: str, max_parts: int
+    ) -> sa.Select | list[int]:
+        try:
+            expr = partition_filter.parse_filter(filter_text)
+        except partition_filter.FilterError as e:
+            raise MetaException(f"Error parsing partition filter: {e}") from e
+        if expr is None:
+            return self._ids(info, None, max_parts)
+        keys = {k: i for i, k in enumerate(info.key_names)}
+        unknown = sorted(k for k in partition_filter.referenced_keys(expr) if k not in keys)
+        if unknown:
+            raise MetaException(
+                f"Filter on unknown partition key(s) {unknown}; the keys are {info.key_names}"
+            )
+        aliases: dict[str, Any] = {}
+
+        def value_column(key: str) -> Any:
+            if key not in aliases:
+                aliases[key] = PARTITION_KEY_VALS.alias(f"f_{keys[key]}")
+            return aliases[key].c.PART_KEY_VAL
+
+        try:
+            cond = partition_filter.to_sqlalchemy(expr, value_column, info.key_types, self.store.dialect)
+        except partition_filter.NotPushable:
+            cond = None
+        if cond is None:  # evaluate in Python over (name, values)
+            q = (
+                sa.select(PARTITIONS.c.PART_ID, PARTITIONS.c.PART_NAME)
+                .where(info.id == PARTITIONS.c.TBL_ID)
+                .order_by(PARTITIONS.c.PART_NAME)
+            )
+            ids = []
+            for pid, name in conn.execute(q):
+                values = {k.lower(): v for k, v in paths.split_part_name(name)}
+                if partition_filter.evaluate(expr, values, info.key_types):
+                    ids.append(pid)
+                    if 0 <= max_parts <= len(ids):
+                        break
+            return ids
+        q = sa.select(PARTITIONS.c.PART_ID).select_from(PARTITIONS)
+        for key, alias in aliases.items():
+            q = q.join(
+                alias,
+                sa.and_(
+                    alias.c.PART_ID == PARTITIONS.c.PART_ID,
+                    info.id == alias.c.TBL_ID,
+                    keys[key] == alias.c.INTEGER_IDX,
+                ),
+            )
+        q = q.where(info.id == PARTITIONS.c.TBL_ID, cond)
+        if max_parts is not None and max_parts >= 0:
+            q = q.order_by(PARTITIONS.c.PART_NAME).limit(max_parts)
+        return q
+
+    def get_partitions_by_filter(
+        self, db_name: str, tbl_name: str, filter: str, max_parts: int
+    ) -> list[Partition]:  # noqa: A002
+        """Partitions matching a Hive partition filter (``k = "v" and n > 1``); MetaException on a bad filter."""
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            ids = self._filter_ids(conn, info, filter, max_parts)
+            return self._load(conn, info, ids)
+
+    def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:  # noqa: A002
+        """How many partitions match a filter."""
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            ids = self._filter_ids(conn, info, filter, -1)
+            if isinstance(ids, list):
+                return len(ids)
+            return conn.execute(sa.select(sa.func.count()).select_from(ids.subquery())).scalar_one()
+
+    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: list[str]) -> list[Partition]:
+        """The existing partitions among ``names``; missing names are left out."""
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            canon = [self._canonical_name(info, n) for n in names or []]
+            out: list[Partition] = []
+            for i in range(0, len(canon), 5000):
+                out += self._load(
+                    conn, info, self._ids(info, PARTITIONS.c.PART_NAME.in_(canon[i : i + 5000]))
+                )
+            return out
+
+    def get_partitions_by_names_req(self, req: Any) -> GetPartitionsByNamesResult:
+        """Hive 3/4 GetPartitionsByNamesRequest form."""
+        return GetPartitionsByNamesResult(
+            partitions=self.get_partitions_by_names(req.db_name, req.tbl_name, req.names)
+        )
+
+    def partition_name_to_vals(self, part_name: str) -> list[str]:
+        """``a=1/b=x`` -> ``["1", "x"]``."""
+        try:
+            return [v for _, v in paths.split_part_name(part_name)]
+        except ValueError as e:
+            raise MetaException(str(e)) from e
+
+    def partition_name_to_spec(self, part_name: str) -> dict[str, str]:
+        """``a=1/b=x`` -> ``{"a": "1", "b": "x"}``."""
+        try:
+            return dict(paths.split_part_name(part_name))
+        except ValueError as e:
+            raise MetaException(str(e)) from e
+
+    # ---------------------------------------------------------------- alter / rename
+    def _alter_partitions(self, db_name: str, tbl_name: str, new_parts: Sequence[Partition]) -> None:
+        with self.write() as tx:
+            conn = tx.conn
+            try:
+                info = self._table_info(conn, db_name, tbl_name, lock=True)
+            except NoSuchObjectException as e:
+                raise InvalidOperationException(f"alter is not possible: {e.message}") from e
+            by_name = {info.part_name(p.values): p for p in new_parts}
+            found = dict(
+                conn.execute(
+                    sa.select(PARTITIONS.c.PART_NAME, PARTITIONS.c.PART_ID).where(
+                        info.id == PARTITIONS.c.TBL_ID, PARTITIONS.c.PART_NAME.in_(list(by_name))
+                    )
+                ).all()
+            )
+            missing = [n for n in by_name if n not in found]
+            if missing:
+                raise InvalidOperationException(
+                    f"alter is not possible: partition {missing[0]} of {info.db}.{info.name} does not exist"
+                )
+            ids = [found[n] for n in by_name]
+            old_sds = (
+                conn.execute(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.PART_ID.in_(ids)))
+                .scalars()
+                .all()
+            )
+            parts = list(by_name.values())
+            for p in parts:
+                p.parameters = dict(p.parameters or {})
+                p.parameters.setdefault(DDL_TIME, str(now_s()))
+                if p.sd is not None and p.sd.location:
+                    p.sd = StorageDescriptor(**p.sd.__dict__)
+            new_sd_ids = rows.insert_sds(
+                conn, [p.sd or StorageDescriptor() for p in parts], shared_cd=self._table_cd(conn, info)
+            )
+            conn.execute(
+                PARTITIONS.update()
+                .where(sa.bindparam("pid") == PARTITIONS.c.PART_ID)
+                .values(SD_ID=sa.bindparam("sd"), LAST_ACCESS_TIME=sa.bindparam("lat")),
+                [
+                    {"pid": pid, "sd": sd, "lat": p.lastAccessTime or 0}
+                    for pid, sd, p in zip(ids, new_sd_ids, parts, strict=True)
+                ],
+            )
+            conn.execute(PARTITION_PARAMS.delete().where(PARTITION_PARAMS.c.PART_ID.in_(ids)))
+            rows.insert_params(
+                conn, PARTITION_PARAMS, "PART_ID", zip(ids, (p.parameters for p in parts), strict=True)
+            )
+            rows.delete_sds(conn, old_sds)
+
+    def alter_partition(self, db_name: str, tbl_name: str, new_part: Partition) -> None:
+        """Replace a partition's storage descriptor and parameters; InvalidOperationException if missing."""
+        self._alter_partitions(db_name, tbl_name, [new_part])
+
+    def alter_partition_with_environment_context(
+        self, db_name: str, tbl_name: str, new_part: Partition, environment_context: Any
+    ) -> None:
+        """:meth:`alter_partition`."""
+        self._alter_partitions(db_name, tbl_name, [new_part])
+
+    def alter_partitions(self, db_name: str, tbl_name: str, new_parts: list[Partition]) -> None:
+        """Alter many partitions in one transaction."""
+        self._alter_partitions(db_name, tbl_name, new_parts or [])
+
+    def alter_partitions_with_environment_context(
+        self, db_name: str, tbl_name: str, new_parts: list[Partition], environment_context: Any
+    ) -> None:
+        """:meth:`alter_partitions`."""
+        self._alter_partitions(db_name, tbl_name, new_parts or [])
+
+    def alter_partitions_req(self, req: Any) -> AlterPartitionsResponse:
+        """Hive 4 AlterPartitionsRequest form."""
+        db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
+        self._alter_partitions(db, req.tableName, req.partitions or [])
+        return AlterPartitionsResponse()
+
+    def rename_partition(
+        self, db_name: str, tbl_name: str, part_vals: list[str], new_part: Partition
+    ) -> None:
+        """Give a partition new values; a managed partition at its default location moves with it.
+
+        Raises InvalidOperationException (missing partition), AlreadyExistsException (target exists).
+        """
+        with self.write() as tx:
+            conn = tx.conn
+            info = self._table_info(conn, db_name, tbl_name, exc=InvalidOperationException, lock=True)
+            old_name = info.part_name(part_vals)
+            new_name = info.part_name(new_part.values)
+            row = conn.execute(
+                sa.select(PARTITIONS.c.PART_ID, PARTITIONS.c.SD_ID).where(
+                    info.id == PARTITIONS.c.TBL_ID, old_name == PARTITIONS.c.PART_NAME
+                )
+            ).first()
+            if row is None:
+                raise InvalidOperationException(
+                    f"Unable to rename partition: {old_name} of {info.db}.{info.name} does not exist"
+                )
+            if conn.execute(
+                sa.select(PARTITIONS.c.PART_ID).where(
+                    info.id == PARTITIONS.c.TBL_ID, new_name == PARTITIONS.c.PART_NAME
+                )
+            ).first():
+                raise AlreadyExistsException(f"Partition already exists: {info.db}.{info.name} {new_name}")
+            old_loc = conn.execute(sa.select(SDS.c.LOCATION).where(SDS.c.SD_ID == row.SD_ID)).scalar()
+            conn.execute(
+                PARTITIONS.update().where(PARTITIONS.c.PART_ID == row.PART_ID).values(PART_NAME=new_name)
+            )
+            conn.execute(PARTITION_KEY_VALS.delete().where(PARTITION_KEY_VALS.c.PART_ID == row.PART_ID))
+            conn.execute(
+                PARTITION_KEY_VALS.insert(),
+                [
+                    {"PART_ID": row.PART_ID, "TBL_ID": info.id, "PART_KEY_VAL": v, "INTEGER_IDX": i}
+                    for i, v in enumerate(new_part.values)
+                ],
+            )
+            if info.managed and info.location and old_loc == paths.join_location(info.location, old_name):
+                new_loc = paths.join_location(info.location, new_name)
+                conn.execute(SDS.update().where(SDS.c.SD_ID == row.SD_ID).values(LOCATION=new_loc))
+                paths.move_dir(old_loc, new_loc)
+            if new_part.parameters is not None:
+                conn.execute(PARTITION_PARAMS.delete().where(PARTITION_PARAMS.c.PART_ID == row.PART_ID))
+                rows.insert_params(conn, PARTITION_PARAMS, "PART_ID", [(row.PART_ID, new_part.parameters)])
+
+    # ---------------------------------------------------------------- drop
+    def _delete_partition_rows(self, conn: sa.Connection, part_ids: sa.Select | list[int]) -> None:
+        """Delete partitions (params, key values and column statistics go by ON DELETE CASCADE)."""
+        conn.execute(PARTITIONS.delete().where(PARTITIONS.c.PART_ID.in_(part_ids)))
+
+    def _drop_by_names(
+        self, db_name: str, tbl_name: str, names: list[str] | None, delete_data: bool, if_exists: bool = False
+    ) -> list[Partition]:
+        with self.write() as tx:
+            conn = tx.conn
+            info = self._table_info(conn, db_name, tbl_name, lock=True)
+            canon = [self._canonical_name(info, n) for n in names or []]
+            ids = (
+                conn.execute(
+                    sa.select(PARTITIONS.c.PART_ID).where(
+                        info.id == PARTITIONS.c.TBL_ID, PARTITIONS.c.PART_NAME.in_(canon)
+                    )
+                )
+                .scalars()
+                .all()
+            )
+            if len(ids) != len(set(canon)) and not if_exists:
+                raise NoSuchObjectException(
+                    f"Partition doesn't exist: some of {canon} in {info.db}.{info.name}"
+                )
+            if not ids:
+                return []
+            dropped = rows.load_partitions(conn, info.db, info.name, info.cat, ids)
+            sd_ids = (
+                conn.execute(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.PART_ID.in_(ids)))
+                .scalars()
+                .all()
+            )
+            self._delete_partition_rows(conn, ids)
+            rows.delete_sds(conn, sd_ids)
+            if delete_data and info.managed:
+                locs = [p.sd.location for p in dropped if p.sd and p.sd.location]
+                tx.after_commit.append(lambda: [paths.delete_dir(loc) for loc in locs])
+            return dropped
+
+    def drop_partition(self, db_name: str, tbl_name: str, part_vals: list[str], deleteData: bool) -> bool:  # noqa: N803
+        """Drop a partition by values (its data too when the table is managed and ``deleteData``).
+
+        Raises NoSuchObjectException when it does not exist.
+        """
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            name = info.part_name(part_vals)
+        return bool(self._drop_by_names(db_name, tbl_name, [name], deleteData))
+
+    def drop_partition_with_environment_context(
+        self, db_name: str, tbl_name: str, part_vals: list[str], deleteData: bool, environment_context: Any
+    ) -> bool:  # noqa: N803,E501
+        """:meth:`drop_partition`."""
+        return self.drop_partition(db_name, tbl_name, part_vals, deleteData)
+
+    def drop_partition_by_name(self, db_name: str, tbl_name: str, part_name: str, deleteData: bool) -> bool:  # noqa: N803
+        """Drop a partition by name ``k=v/...``."""
+        return bool(self._drop_by_names(db_name, tbl_name, [part_name], deleteData))
+
+    def drop_partition_by_name_with_environment_context(
+        self, db_name: str, tbl_name: str, part_name: str, deleteData: bool, environment_context: Any
+    ) -> bool:  # noqa: N803,E501
+        """:meth:`drop_partition_by_name`."""
+        return self.drop_partition_by_name(db_name, tbl_name, part_name, deleteData)
+
+    def drop_partitions_req(self, req: Any) -> DropPartitionsResult:
+        """DropPartitionsRequest by names (``parts.names``). Serialized Hive expressions
+        (``parts.exprs``, Kryo-encoded Java objects) are refused with MetaException."""
+        if req.parts is None or req.parts.names is None:
+            raise MetaException(
+                "drop_partitions_req: only partition names are supported, not serialized expressions"
+            )
+        db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
+        dropped = self._drop_by_names(
+            db,
+            req.tblName,
+            req.parts.names,
+            req.deleteData if req.deleteData is not None else True,
+            if_exists=bool(req.ifExists),
+        )
+        return DropPartitionsResult(partitions=dropped if req.needResult else None)

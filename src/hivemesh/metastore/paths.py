@@ -1,0 +1,160 @@
+"""Warehouse locations, Hive partition names, and file-system operations on table directories.
+
+Partition names are ``k1=v1/k2=v2`` with Hive's path escaping (``FileUtils.escapePathName``:
+``%XX`` upper-case hex for control characters and ``"#%'*/:=?\\\\\\x7f{[]^``); an empty or null value
+becomes ``__HIVE_DEFAULT_PARTITION__``. Locations of the ``file`` scheme are written as Hadoop
+does (``file:/abs/path``); other schemes are stored as given and their directories are managed
+through ``pyarrow.fs`` when it supports the scheme.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pyarrow.fs as pafs
+
+log = logging.getLogger("hivemesh.metastore.paths")
+
+DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+_ESCAPED = set("\"#%'*/:=?\\\x7f{[]^")
+
+
+def escape_path_name(value: str) -> str:
+    """Hive's FileUtils.escapePathName: ``a/b`` -> ``a%2Fb``; empty/None -> the default partition."""
+    if not value:
+        return DEFAULT_PARTITION_NAME
+    return "".join(f"%{ord(ch):02X}" if (ch in _ESCAPED or ord(ch) < 0x20) else ch for ch in value)
+
+
+def unescape_path_name(text: str) -> str:
+    """Inverse of :func:`escape_path_name` (a ``%`` not followed by two hex digits is kept)."""
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "%" and i + 2 < len(text):
+            code = text[i + 1 : i + 3]
+            try:
+                out.append(chr(int(code, 16)))
+                i += 3
+                continue
+            except ValueError:
+                pass
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def make_part_name(keys: Sequence[str], values: Sequence[str]) -> str:
+    """``(["ds","hr"], ["2020-01-01","1"])`` -> ``ds=2020-01-01/hr=1`` (escaped, keys lower-cased)."""
+    return "/".join(
+        f"{escape_path_name(k.lower())}={escape_path_name(v)}" for k, v in zip(keys, values, strict=True)
+    )
+
+
+def split_part_name(name: str) -> list[tuple[str, str]]:
+    """``ds=2020-01-01/hr=1`` -> ``[("ds","2020-01-01"), ("hr","1")]`` (unescaped).
+
+    Raises ValueError for a component without ``=``.
+    """
+    out = []
+    for comp in name.split("/"):
+        if not comp:
+            continue
+        k, sep, v = comp.partition("=")
+        if not sep:
+            raise ValueError(f"Invalid partition name {name!r}: component {comp!r} has no '='")
+        out.append((unescape_path_name(k), unescape_path_name(v)))
+    return out
+
+
+def normalize_location(location: str) -> str:
+    """A plain path -> ``file:/abs/path``; ``file:///x`` -> ``file:/x``; other URIs unchanged."""
+    if "://" not in location and not location.startswith("file:"):
+        return "file:" + str(Path(location).resolve())
+    if location.startswith("file://"):
+        parsed = urlparse(location)
+        return "file:" + unquote(parsed.path)
+    return location.rstrip("/") if len(location) > 1 else location
+
+
+def join_location(base: str, *parts: str) -> str:
+    """``file:/w`` + ``db.db`` -> ``file:/w/db.db``."""
+    return "/".join([base.rstrip("/"), *parts])
+
+
+def _fs_and_path(location: str) -> tuple[pafs.FileSystem, str] | None:
+    if location.startswith("file:"):
+        return pafs.LocalFileSystem(), unquote(urlparse(location).path) or location[5:]
+    try:
+        return pafs.FileSystem.from_uri(location)
+    except Exception as e:  # unsupported scheme or no credentials: leave the storage alone
+        log.info("not managing storage at %s: %s", location, e)
+        return None
+
+
+def make_dirs(location: str | None) -> bool:
+    """Create a directory (and parents) if missing; True when it exists afterwards."""
+    if not location:
+        return False
+    target = _fs_and_path(location)
+    if target is None:
+        return False
+    fs, path = target
+    try:
+        fs.create_dir(path, recursive=True)
+        return True
+    except OSError as e:
+        log.warning("could not create %s: %s", location, e)
+        return False
+
+
+def delete_dir(location: str | None) -> bool:
+    """Delete a directory tree if it exists; True when something was deleted. Never raises."""
+    if not location:
+        return False
+    target = _fs_and_path(location)
+    if target is None:
+        return False
+    fs, path = target
+    try:
+        info = fs.get_file_info(path)
+        if info.type == pafs.FileType.NotFound:
+            return False
+        if info.type == pafs.FileType.Directory:
+            fs.delete_dir(path)
+        else:
+            fs.delete_file(path)
+        return True
+    except OSError as e:
+        log.warning("could not delete %s: %s", location, e)
+        return False
+
+
+def move_dir(src: str, dst: str) -> bool:
+    """Move a directory (a rename on the same file system); True when moved."""
+    a, b = _fs_and_path(src), _fs_and_path(dst)
+    if a is None or b is None:
+        return False
+    fs, src_path = a
+    _, dst_path = b
+    try:
+        if fs.get_file_info(src_path).type == pafs.FileType.NotFound:
+            return False
+        fs.create_dir(os.path.dirname(dst_path), recursive=True)
+        fs.move(src_path, dst_path)
+        return True
+    except OSError as e:
+        log.warning("could not move %s to %s: %s", src, dst, e)
+        raise
+
+
+def is_subdir(child: str | None, parent: str | None) -> bool:
+    """True when location ``child`` is ``parent`` or lies below it."""
+    if not child or not parent:
+        return False
+    p = parent.rstrip("/")
+    return child == p or child.startswith(p + "/")

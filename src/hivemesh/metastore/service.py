@@ -1,0 +1,116 @@
+"""Run the local metastore as a service: store + handler + Thrift server (+ metrics)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from types import FrameType
+
+from hivemesh.config import MetastoreConfig
+from hivemesh.metastore.handler import LocalMetastore
+from hivemesh.metastore.metrics import ServiceMetrics
+from hivemesh.metastore.store import Store
+from hivemesh.thrift.processor import HMSProcessor
+from hivemesh.thrift.server import ThriftServer
+
+log = logging.getLogger("hivemesh.metastore.service")
+
+
+class MetastoreService:
+    """A hivemesh metastore serving Thrift, in the current process.
+
+    ``start()`` binds and serves from a background thread; ``uri`` is then
+    ``thrift://host:port``; ``stop()`` closes the listener and every connection.
+    Raises ``sqlalchemy.exc.OperationalError`` (store unreachable) or OSError (port in use) on start.
+    """
+
+    def __init__(self, cfg: MetastoreConfig):
+        self.cfg = cfg
+        self.store: Store | None = None
+        self.handler: LocalMetastore | None = None
+        self.server: ThriftServer | None = None
+        self.metrics = ServiceMetrics()
+        self.metrics_port: int | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def uri(self) -> str:
+        """``thrift://host:port`` of the running server."""
+        assert self.server is not None, "not started"
+        return f"thrift://{self.server.host}:{self.server.port}"
+
+    def start(self) -> MetastoreService:
+        """Open the store (creating or upgrading its schema), bind the port and serve in a thread."""
+        t0 = time.perf_counter()
+        self.store = Store(self.cfg.db)
+        self.handler = LocalMetastore(
+            self.store, self.cfg.warehouse, {"hive.txn.timeout": str(self.cfg.txn_timeout_s)}
+        )
+        processor = HMSProcessor(self.handler, observer=self.metrics.observe)
+        self.server = ThriftServer(
+            processor,
+            host=self.cfg.host,
+            port=self.cfg.port,
+            framed=self.cfg.framed,
+            compact=self.cfg.compact,
+            max_message_bytes=self.cfg.max_message_mb * 1024 * 1024,
+        )
+        self.server.listen()
+        if self.cfg.metrics_port is not None:
+            self.metrics_port = self.metrics.serve(self.cfg.metrics_port, self.cfg.host)
+        self._thread = threading.Thread(target=self.server.serve_forever, name="hms-accept", daemon=True)
+        self._thread.start()
+        log.info(
+            "metastore on %s (store %s, warehouse %s, %d methods) ready in %.2fs",
+            self.uri, self.store.url.render_as_string(hide_password=True), self.handler.warehouse,
+            len(processor.methods), time.perf_counter() - t0,
+        )  # fmt: skip
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and release the store's connections."""
+        if self.server is not None:
+            self.server.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self.store is not None:
+            self.store.dispose()
+
+    def __enter__(self) -> MetastoreService:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run_forever(cfg: MetastoreConfig) -> int:
+    """Serve until SIGTERM or SIGINT; print ``hivemesh metastore listening on HOST:PORT`` when ready."""
+    svc = MetastoreService(cfg)
+    try:
+        svc.start()
+    except OSError as e:
+        log.error("cannot listen on %s:%s: %s", cfg.host, cfg.port, e)
+        return 2
+    except Exception as e:
+        log.error("cannot open the metadata store %s: %s", cfg.db, e)
+        return 2
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("received %s, stopping", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    assert svc.server is not None
+    print(f"hivemesh metastore listening on {svc.server.host}:{svc.server.port}", flush=True)
+    if svc.metrics_port is not None:
+        print(
+            f"hivemesh metastore metrics on http://{svc.server.host}:{svc.metrics_port}/metrics", flush=True
+        )
+    stop.wait()
+    svc.stop()
+    log.info("stopped")
+    return 0

@@ -1,0 +1,279 @@
+"""Table and partition column statistics (``TAB_COL_STATS``, ``PART_COL_STATS``).
+
+Each ``ColumnStatisticsData`` is stored as Thrift JSON in ``STATS_DATA``, so every statistics kind
+(boolean, long, double, string, binary, decimal, date, timestamp) round-trips unchanged.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import sqlalchemy as sa
+from hive_metastore.ttypes import (
+    ColumnStatistics,
+    ColumnStatisticsData,
+    ColumnStatisticsDesc,
+    ColumnStatisticsObj,
+    InvalidInputException,
+    InvalidObjectException,
+    NoSuchObjectException,
+    PartitionsStatsResult,
+    TableStatsResult,
+)
+from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
+from thrift.TSerialization import deserialize, serialize
+
+from hivemesh.metastore import paths
+from hivemesh.metastore.base import CatalogBase, now_s
+from hivemesh.metastore.schema import PART_COL_STATS, PARTITIONS, TAB_COL_STATS
+
+_JSON = TJSONProtocolFactory()
+DEFAULT_ENGINE = "hive"
+
+
+def _dump(data: ColumnStatisticsData) -> str:
+    return serialize(data, _JSON).decode("utf-8")
+
+
+def _load(text: str) -> ColumnStatisticsData:
+    return deserialize(ColumnStatisticsData(), text.encode("utf-8"), _JSON)
+
+
+class StatisticsMixin(CatalogBase):
+    """update/get/delete of column statistics, per table and per partition."""
+
+    def _part_id(self, conn: sa.Connection, tbl_id: int, part_name: str, key_names: list[str]) -> int:
+        kv = dict((k.lower(), v) for k, v in paths.split_part_name(part_name))
+        name = paths.make_part_name(key_names, [kv.get(k, "") for k in key_names])
+        pid = conn.execute(
+            sa.select(PARTITIONS.c.PART_ID).where(
+                tbl_id == PARTITIONS.c.TBL_ID, name == PARTITIONS.c.PART_NAME
+            )
+        ).scalar()
+        if pid is None:
+            raise NoSuchObjectException(f"Partition {part_name} not found")
+        return pid
+
+    def _key_names(self, conn: sa.Connection, tbl_id: int) -> list[str]:
+        from hivemesh.metastore.schema import PARTITION_KEYS
+
+        return list(
+            conn.execute(
+                sa.select(PARTITION_KEYS.c.PKEY_NAME)
+                .where(tbl_id == PARTITION_KEYS.c.TBL_ID)
+                .order_by(PARTITION_KEYS.c.INTEGER_IDX)
+            ).scalars()
+        )
+
+    def _upsert_stats(
+        self,
+        conn: sa.Connection,
+        table: sa.Table,
+        owner_col: str,
+        owner: int,
+        stats: ColumnStatistics,
+        engine: str,
+    ) -> None:
+        analyzed = stats.statsDesc.lastAnalyzed or now_s()
+        for obj in stats.statsObj or []:
+            col = obj.colName.lower()
+            conn.execute(
+                table.delete().where(
+                    table.c[owner_col] == owner, col == table.c.COLUMN_NAME, engine == table.c.ENGINE
+                )
+            )
+            conn.execute(
+                table.insert().values(
+                    **{owner_col: owner},
+                    COLUMN_NAME=col,
+                    COLUMN_TYPE=obj.colType,
+                    ENGINE=engine,
+                    LAST_ANALYZED=analyzed,
+                    STATS_DATA=_dump(obj.statsData),
+                )
+            )
+
+    def _update(self, stats: ColumnStatistics, partition: bool) -> bool:
+        desc = stats.statsDesc
+        if desc is None:
+            raise InvalidInputException("ColumnStatistics without statsDesc")
+        db = f"@{desc.catName}#{desc.dbName}" if desc.catName else desc.dbName
+        engine = stats.engine or DEFAULT_ENGINE
+        with self.write() as tx:
+            row = self.table_row(tx.conn, db, desc.tableName)
+            cols = self._column_types(tx.conn, row)
+            for obj in stats.statsObj or []:
+                if obj.colName.lower() not in cols:
+                    raise InvalidObjectException(
+                        f"Column {obj.colName} does not exist in {row.DB_NAME}.{row.TBL_NAME}"
+                    )
+            if partition:
+                pid = self._part_id(
+                    tx.conn, row.TBL_ID, desc.partName or "", self._key_names(tx.conn, row.TBL_ID)
+                )
+                self._upsert_stats(tx.conn, PART_COL_STATS, "PART_ID", pid, stats, engine)
+            else:
+                self._upsert_stats(tx.conn, TAB_COL_STATS, "TBL_ID", row.TBL_ID, stats, engine)
+        return True
+
+    def _column_types(self, conn: sa.Connection, row: sa.Row) -> dict[str, str]:
+        from hivemesh.metastore import rows
+
+        sd = rows.load_sds(conn, [row.SD_ID]).get(row.SD_ID) if row.SD_ID else None
+        return {c.name.lower(): c.type for c in (sd.cols if sd else [])}
+
+    def update_table_column_statistics(self, stats_obj: ColumnStatistics) -> bool:
+        """Store table-level statistics; NoSuchObjectException (table), InvalidObjectException (column)."""
+        return self._update(stats_obj, partition=False)
+
+    def update_partition_column_statistics(self, stats_obj: ColumnStatistics) -> bool:
+        """Store statistics of the partition named in ``statsDesc.partName``."""
+        return self._update(stats_obj, partition=True)
+
+    def update_table_column_statistics_req(self, req: Any) -> Any:
+        """Hive 4 SetPartitionsStatsRequest form for one table."""
+        return self.set_aggr_stats_for(req)
+
+    def set_aggr_stats_for(self, request: Any) -> bool:
+        """Store a batch of ColumnStatistics (table or partition level by ``statsDesc.isTblLevel``)."""
+        for cs in request.colStats or []:
+            self._update(cs, partition=not cs.statsDesc.isTblLevel)
+        return True
+
+    def _objs(
+        self,
+        conn: sa.Connection,
+        table: sa.Table,
+        owner_col: str,
+        owners: Any,
+        cols: list[str] | None,
+        engine: str,
+    ) -> dict[int, list[ColumnStatisticsObj]]:
+        q = sa.select(table.c[owner_col], table.c.COLUMN_NAME, table.c.COLUMN_TYPE, table.c.STATS_DATA).where(
+            table.c[owner_col].in_(owners), engine == table.c.ENGINE
+        )
+        if cols is not None:
+            q = q.where(table.c.COLUMN_NAME.in_([c.lower() for c in cols]))
+        out: dict[int, list[ColumnStatisticsObj]] = defaultdict(list)
+        for owner, col, typ, data in conn.execute(q.order_by(table.c[owner_col], table.c.COLUMN_NAME)):
+            out[owner].append(ColumnStatisticsObj(colName=col, colType=typ, statsData=_load(data)))
+        return out
+
+    def get_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str) -> ColumnStatistics:
+        """Statistics of one column; NoSuchObjectException when there are none."""
+        with self.read() as conn:
+            row = self.table_row(conn, db_name, tbl_name)
+            objs = self._objs(conn, TAB_COL_STATS, "TBL_ID", [row.TBL_ID], [col_name], DEFAULT_ENGINE).get(
+                row.TBL_ID
+            )
+            if not objs:
+                raise NoSuchObjectException(
+                    f"Statistics for column {col_name} of {row.DB_NAME}.{row.TBL_NAME} not found"
+                )
+            return ColumnStatistics(
+                statsDesc=ColumnStatisticsDesc(
+                    isTblLevel=True, dbName=row.DB_NAME, tableName=row.TBL_NAME, catName=row.CTLG_NAME
+                ),
+                statsObj=objs,
+            )
+
+    def get_partition_column_statistics(
+        self, db_name: str, tbl_name: str, part_name: str, col_name: str
+    ) -> ColumnStatistics:
+        """Statistics of one column of one partition; NoSuchObjectException when there are none."""
+        with self.read() as conn:
+            row = self.table_row(conn, db_name, tbl_name)
+            pid = self._part_id(conn, row.TBL_ID, part_name, self._key_names(conn, row.TBL_ID))
+            objs = self._objs(conn, PART_COL_STATS, "PART_ID", [pid], [col_name], DEFAULT_ENGINE).get(pid)
+            if not objs:
+                raise NoSuchObjectException(
+                    f"Statistics for column {col_name} of partition {part_name} not found"
+                )
+            return ColumnStatistics(
+                statsDesc=ColumnStatisticsDesc(
+                    isTblLevel=False,
+                    dbName=row.DB_NAME,
+                    tableName=row.TBL_NAME,
+                    partName=part_name,
+                    catName=row.CTLG_NAME,
+                ),
+                statsObj=objs,
+            )
+
+    def get_table_statistics_req(self, request: Any) -> TableStatsResult:
+        """TableStatsRequest: statistics of the named columns (missing ones left out)."""
+        db = f"@{request.catName}#{request.dbName}" if request.catName else request.dbName
+        with self.read() as conn:
+            row = self.table_row(conn, db, request.tblName)
+            objs = self._objs(
+                conn,
+                TAB_COL_STATS,
+                "TBL_ID",
+                [row.TBL_ID],
+                request.colNames,
+                request.engine or DEFAULT_ENGINE,
+            )
+            return TableStatsResult(tableStats=objs.get(row.TBL_ID, []))
+
+    def get_partitions_statistics_req(self, request: Any) -> PartitionsStatsResult:
+        """PartitionsStatsRequest: ``{partName: [ColumnStatisticsObj]}`` for the named partitions."""
+        db = f"@{request.catName}#{request.dbName}" if request.catName else request.dbName
+        with self.read() as conn:
+            row = self.table_row(conn, db, request.tblName)
+            keys = self._key_names(conn, row.TBL_ID)
+            names = {}
+            for n in request.partNames or []:
+                try:
+                    names[self._part_id(conn, row.TBL_ID, n, keys)] = n
+                except NoSuchObjectException:
+                    continue
+            objs = self._objs(
+                conn,
+                PART_COL_STATS,
+                "PART_ID",
+                list(names),
+                request.colNames,
+                request.engine or DEFAULT_ENGINE,
+            )
+            return PartitionsStatsResult(partStats={names[pid]: o for pid, o in objs.items()})
+
+    def delete_table_column_statistics(
+        self, db_name: str, tbl_name: str, col_name: str | None, engine: str | None = None
+    ) -> bool:
+        """Delete statistics of one column (all columns when ``col_name`` is None).
+
+        Raises NoSuchObjectException when the table or (for one column) the statistics are missing.
+        """
+        with self.write() as tx:
+            row = self.table_row(tx.conn, db_name, tbl_name)
+            q = TAB_COL_STATS.delete().where(
+                TAB_COL_STATS.c.TBL_ID == row.TBL_ID, (engine or DEFAULT_ENGINE) == TAB_COL_STATS.c.ENGINE
+            )
+            if col_name:
+                q = q.where(col_name.lower() == TAB_COL_STATS.c.COLUMN_NAME)
+            n = tx.conn.execute(q).rowcount
+            if col_name and not n:
+                raise NoSuchObjectException(
+                    f"Column stats doesn't exist for {row.DB_NAME}.{row.TBL_NAME}.{col_name}"
+                )
+            return True
+
+    def delete_partition_column_statistics(
+        self, db_name: str, tbl_name: str, part_name: str, col_name: str | None, engine: str | None = None
+    ) -> bool:  # noqa: E501
+        """Delete statistics of a partition's column (all columns when ``col_name`` is None)."""
+        with self.write() as tx:
+            row = self.table_row(tx.conn, db_name, tbl_name)
+            pid = self._part_id(tx.conn, row.TBL_ID, part_name, self._key_names(tx.conn, row.TBL_ID))
+            q = PART_COL_STATS.delete().where(
+                pid == PART_COL_STATS.c.PART_ID, (engine or DEFAULT_ENGINE) == PART_COL_STATS.c.ENGINE
+            )
+            if col_name:
+                q = q.where(col_name.lower() == PART_COL_STATS.c.COLUMN_NAME)
+            n = tx.conn.execute(q).rowcount
+            if col_name and not n:
+                raise NoSuchObjectException(
+                    f"Column stats doesn't exist for partition {part_name} column {col_name}"
+                )
+            return True

@@ -1,0 +1,448 @@
+"""Table methods of the HMS interface: create, get (all forms), list, alter/rename, drop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from hive_metastore.ttypes import (
+    AlterTableResponse,
+    FieldSchema,
+    GetTableResult,
+    GetTablesResult,
+    InvalidObjectException,
+    InvalidOperationException,
+    NoSuchObjectException,
+    PrincipalType,
+    Table,
+    TableMeta,
+)
+
+from hivemesh.metastore import paths, rows
+from hivemesh.metastore.base import CatalogBase, Tx, matches_pattern, now_s, validate_name
+from hivemesh.metastore.schema import DBS, PARTITION_KEYS, PARTITIONS, SDS, TABLE_PARAMS, TBLS
+from hivemesh.thrift.names import parse_db_name
+
+MANAGED, EXTERNAL, VIEW = "MANAGED_TABLE", "EXTERNAL_TABLE", "VIRTUAL_VIEW"
+DDL_TIME = "transient_lastDdlTime"
+
+
+def effective_table_type(table: Table) -> str:
+    """Hive's rule: the EXTERNAL=TRUE parameter turns MANAGED into EXTERNAL and its absence back."""
+    ttype = table.tableType or MANAGED
+    external = (table.parameters or {}).get("EXTERNAL", "").upper() == "TRUE"
+    if ttype == MANAGED and external:
+        return EXTERNAL
+    if ttype == EXTERNAL and not external:
+        return MANAGED
+    return ttype
+
+
+def _table_values(table: Table, ttype: str) -> dict[str, Any]:
+    return {
+        "OWNER": table.owner,
+        "OWNER_TYPE": table.ownerType if table.ownerType is not None else PrincipalType.USER,
+        "LAST_ACCESS_TIME": table.lastAccessTime or 0,
+        "RETENTION": table.retention or 0,
+        "TBL_TYPE": ttype,
+        "VIEW_ORIGINAL_TEXT": table.viewOriginalText,
+        "VIEW_EXPANDED_TEXT": table.viewExpandedText,
+        "IS_REWRITE_ENABLED": bool(table.rewriteEnabled),
+    }
+
+
+def _validate_columns(cols: list[FieldSchema] | None, what: str) -> None:
+    for c in cols or []:
+        if not c.name:
+            raise InvalidObjectException(f"{what} has a column without a name")
+        if not c.type or not c.type.strip():
+            raise InvalidObjectException(f"Invalid column type: column {c.name} has no type")
+
+
+class TableMixin(CatalogBase):
+    """HMS table calls. Dropping a managed table deletes its data; an external one never does."""
+
+    # ---------------------------------------------------------------- create
+    def _insert_table(self, tx: Tx, db_row: sa.Row, table: Table) -> int:
+        name = (table.tableName or "").lower()
+        ttype = effective_table_type(table)
+        sd_id = None
+        if table.sd is not None:
+            sd_id = rows.insert_sds(tx.conn, [table.sd])[0]
+        values = _table_values(table, ttype)
+        tbl_id = tx.conn.execute(
+            TBLS.insert().values(
+                DB_ID=db_row.DB_ID,
+                TBL_NAME=name,
+                CREATE_TIME=table.createTime or now_s(),
+                SD_ID=sd_id,
+                **values,
+            )
+        ).inserted_primary_key[0]
+        self._write_table_children(tx.conn, tbl_id, table)
+        return tbl_id
+
+    @staticmethod
+    def _write_table_children(conn: sa.Connection, tbl_id: int, table: Table) -> None:
+        if table.parameters:
+            conn.execute(
+                TABLE_PARAMS.insert(),
+                [{"TBL_ID": tbl_id, "PARAM_KEY": k, "PARAM_VALUE": v} for k, v in table.parameters.items()],
+            )
+        if table.partitionKeys:
+            conn.execute(
+                PARTITION_KEYS.insert(),
+                [
+                    {
+                        "TBL_ID": tbl_id,
+                        "PKEY_NAME": k.name.lower(),
+                        "PKEY_TYPE": k.type,
+                        "PKEY_COMMENT": k.comment,
+                        "INTEGER_IDX": i,
+                    }
+                    for i, k in enumerate(table.partitionKeys)
+                ],
+            )
+
+    def create_table(self, tbl: Table) -> None:
+        """Create a table or view.
+
+        A managed table without a location gets ``<db location>/<name>``; the directory of a
+        table with a file-system location is created. Raises AlreadyExistsException,
+        NoSuchObjectException (no database), InvalidObjectException (bad name or columns).
+        """
+        if not validate_name(tbl.tableName):
+            raise self.invalid_name(tbl.tableName)
+        if tbl.sd is not None:
+            _validate_columns(tbl.sd.cols, f"table {tbl.tableName}")
+        _validate_columns(tbl.partitionKeys, f"table {tbl.tableName} partition keys")
+        table = Table(**tbl.__dict__)
+        db_ref = f"@{tbl.catName}#{tbl.dbName}" if tbl.catName else tbl.dbName
+        table.tableName = tbl.tableName.lower()
+        table.parameters = dict(tbl.parameters or {})
+        table.createTime = now_s()
+        table.parameters.setdefault(DDL_TIME, str(table.createTime))
+        ttype = effective_table_type(table)
+        with self.write() as tx:
+            db_row = self.db_row(tx.conn, db_ref)
+            exists = tx.conn.execute(
+                sa.select(TBLS.c.TBL_ID).where(
+                    TBLS.c.DB_ID == db_row.DB_ID, table.tableName == TBLS.c.TBL_NAME
+                )
+            ).first()
+            if exists:
+                raise self.already_exists(f"Table {table.tableName} already exists")
+            if table.sd is not None and ttype != "VIRTUAL_VIEW":
+                sd = table.sd.__class__(**table.sd.__dict__)
+                if sd.location:
+                    sd.location = paths.normalize_location(sd.location)
+                else:
+                    sd.location = paths.join_location(db_row.DB_LOCATION_URI, table.tableName)
+                table.sd = sd
+                loc = sd.location
+                tx.after_commit.append(lambda: paths.make_dirs(loc))
+            self._insert_table(tx, db_row, table)
+
+    def create_table_with_environment_context(self, tbl: Table, environment_context: Any) -> None:
+        """:meth:`create_table` (the environment context is not used)."""
+        self.create_table(tbl)
+
+    def create_table_req(self, request: Any) -> None:
+        """Hive 4 CreateTableRequest form of :meth:`create_table` (constraints are not kept)."""
+        self.create_table(request.table)
+
+    # ---------------------------------------------------------------- get
+    def _tables(self, conn: sa.Connection, db: str, names: list[str] | None) -> list[Table]:
+        cat, dbn = self.db_name(db)
+        cond = sa.and_(cat == DBS.c.CTLG_NAME, dbn == DBS.c.NAME)
+        if names is not None:
+            cond = sa.and_(cond, TBLS.c.TBL_NAME.in_([n.lower() for n in names]))
+        return [t for _, t in rows.load_tables(conn, cond)]
+
+    def get_table(self, dbname: str, tbl_name: str) -> Table:
+        """Raises NoSuchObjectException ("db.t table not found")."""
+        with self.read() as conn:
+            row = self.table_row(conn, dbname, tbl_name)
+            return rows.load_tables(conn, TBLS.c.TBL_ID == row.TBL_ID, order=False)[0][1]
+
+    def get_table_req(self, req: Any) -> GetTableResult:
+        """Hive 3/4 GetTableRequest form of :meth:`get_table`."""
+        db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
+        return GetTableResult(table=self.get_table(db, req.tblName), isStatsCompliant=None)
+
+    def get_table_objects_by_name(self, dbname: str, tbl_names: list[str]) -> list[Table]:
+        """The existing tables among ``tbl_names`` (missing names are left out, as in Hive)."""
+        with self.read() as conn:
+            self.db_row(conn, dbname, exc=NoSuchObjectException)
+            return self._tables(conn, dbname, list(tbl_names or []))
+
+    def get_table_objects_by_name_req(self, req: Any) -> GetTablesResult:
+        """Hive 3/4 GetTablesRequest form; no names means every table of the database."""
+        db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
+        with self.read() as conn:
+            self.db_row(conn, db)
+            return GetTablesResult(tables=self._tables(conn, db, req.tblNames))
+
+    def _table_names(self, db: str, pattern: str | None, ttype: str | None = None) -> list[str]:
+        cat, dbn = self.db_name(db)
+        with self.read() as conn:
+            q = (
+                sa.select(TBLS.c.TBL_NAME, TBLS.c.TBL_TYPE)
+                .select_from(TBLS.join(DBS, TBLS.c.DB_ID == DBS.c.DB_ID))
+                .where(cat == DBS.c.CTLG_NAME, dbn == DBS.c.NAME)
+                .order_by(TBLS.c.TBL_NAME)
+            )
+            return [
+                n for n, t in conn.execute(q) if matches_pattern(n, pattern) and (ttype is None or t == ttype)
+            ]
+
+    def get_tables(self, db_name: str, pattern: str) -> list[str]:
+        """Table and view names of a database matching a Hive pattern; empty for a missing database."""
+        return self._table_names(db_name, pattern)
+
+    def get_tables_by_type(self, db_name: str, pattern: str, tableType: str) -> list[str]:  # noqa: N803
+        """Like :meth:`get_tables`, only tables of ``tableType`` (e.g. VIRTUAL_VIEW)."""
+        return self._table_names(db_name, pattern, tableType)
+
+    def get_all_tables(self, db_name: str) -> list[str]:
+        """Every table and view name of a database."""
+        return self._table_names(db_name, None)
+
+    def get_table_meta(self, db_patterns: str, tbl_patterns: str, tbl_types: list[str]) -> list[TableMeta]:
+        """TableMeta (db, name, type, comment) of tables matching the patterns and types."""
+        cat, db_pat = parse_db_name(db_patterns) if db_patterns else ("hive", None)
+        with self.read() as conn:
+            q = (
+                sa.select(DBS.c.NAME, TBLS.c.TBL_NAME, TBLS.c.TBL_TYPE, TABLE_PARAMS.c.PARAM_VALUE)
+                .select_from(
+                    TBLS.join(DBS, TBLS.c.DB_ID == DBS.c.DB_ID).outerjoin(
+                        TABLE_PARAMS,
+                        sa.and_(
+                            TABLE_PARAMS.c.TBL_ID == TBLS.c.TBL_ID, TABLE_PARAMS.c.PARAM_KEY == "comment"
+                        ),
+                    )
+                )
+                .where(cat == DBS.c.CTLG_NAME)
+                .order_by(DBS.c.NAME, TBLS.c.TBL_NAME)
+            )
+            return [
+                TableMeta(dbName=d, tableName=t, tableType=tt, comments=c, catName=cat)
+                for d, t, tt, c in conn.execute(q)
+                if matches_pattern(d, db_pat)
+                and matches_pattern(t, tbl_patterns)
+                and (not tbl_types or tt in tbl_types)
+            ]
+
+    def get_fields(self, db_name: str, table_name: str) -> list[FieldSchema]:
+        """The table's data columns (not partition keys); raises UnknownTableException-like MetaException."""
+        t = self._get_for_schema(db_name, table_name)
+        return list(t.sd.cols if t.sd else [])
+
+    def get_schema(self, db_name: str, table_name: str) -> list[FieldSchema]:
+        """Data columns followed by partition keys."""
+        t = self._get_for_schema(db_name, table_name)
+        return list(t.sd.cols if t.sd else []) + list(t.partitionKeys or [])
+
+    def get_fields_with_environment_context(
+        self, db_name: str, table_name: str, environment_context: Any
+    ) -> list[FieldSchema]:
+        """:meth:`get_fields`."""
+        return self.get_fields(db_name, table_name)
+
+    def get_schema_with_environment_context(
+        self, db_name: str, table_name: str, environment_context: Any
+    ) -> list[FieldSchema]:
+        """:meth:`get_schema`."""
+        return self.get_schema(db_name, table_name)
+
+    def _get_for_schema(self, db_name: str, table_name: str) -> Table:
+        from hive_metastore.ttypes import UnknownTableException
+
+        try:
+            return self.get_table(db_name, table_name)
+        except NoSuchObjectException as e:
+            raise UnknownTableException(e.message) from e
+
+    # ---------------------------------------------------------------- alter
+    def alter_table(self, dbname: str, tbl_name: str, new_tbl: Table) -> None:
+        """Replace a table's definition; a different db/name renames it.
+
+        A managed table whose location the client left unchanged moves to the default location
+        under its new name (partition locations below it follow). Raises InvalidOperationException
+        (missing table, missing target database, target exists), InvalidObjectException (bad name).
+        """
+        self._alter_table(dbname, tbl_name, new_tbl, cascade=False)
+
+    def alter_table_with_environment_context(
+        self, dbname: str, tbl_name: str, new_tbl: Table, environment_context: Any
+    ) -> None:
+        """:meth:`alter_table`; ``CASCADE=true`` in the context also changes partition columns."""
+        props = (environment_context.properties or {}) if environment_context else {}
+        self._alter_table(dbname, tbl_name, new_tbl, cascade=str(props.get("CASCADE", "")).lower() == "true")
+
+    def alter_table_with_cascade(self, dbname: str, tbl_name: str, new_tbl: Table, cascade: bool) -> None:
+        """:meth:`alter_table`; with ``cascade`` partition columns follow the table's."""
+        self._alter_table(dbname, tbl_name, new_tbl, cascade=bool(cascade))
+
+    def alter_table_req(self, req: Any) -> AlterTableResponse:
+        """Hive 4 AlterTableRequest form."""
+        db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
+        props = (req.environmentContext.properties or {}) if req.environmentContext else {}
+        self._alter_table(
+            db, req.tableName, req.table, cascade=str(props.get("CASCADE", "")).lower() == "true"
+        )
+        return AlterTableResponse()
+
+    def _alter_table(self, dbname: str, tbl_name: str, new_tbl: Table, cascade: bool) -> None:
+        if new_tbl is None:
+            raise InvalidOperationException("New table is null")
+        if not validate_name(new_tbl.tableName):
+            raise InvalidOperationException(f"{new_tbl.tableName} is not a valid object name")
+        moved: tuple[str, str] | None = None
+        try:
+            with self.write() as tx:
+                moved = self._alter_table_tx(tx, dbname, tbl_name, new_tbl, cascade)
+        except Exception:
+            if moved is not None:
+                paths.move_dir(moved[1], moved[0])
+            raise
+
+    def _alter_table_tx(
+        self, tx: Tx, dbname: str, tbl_name: str, new_tbl: Table, cascade: bool
+    ) -> tuple[str, str] | None:
+        conn = tx.conn
+        try:
+            old = self.table_row(conn, dbname, tbl_name, for_update=True)
+        except NoSuchObjectException as e:
+            raise InvalidOperationException(f"table {dbname}.{tbl_name} doesn't exist") from e
+        cat = old.CTLG_NAME
+        new_db = (new_tbl.dbName or old.DB_NAME).lower()
+        new_name = new_tbl.tableName.lower()
+        rename = new_db != old.DB_NAME or new_name != old.TBL_NAME
+        target_db = old
+        if rename:
+            target_db = conn.execute(
+                sa.select(DBS).where(cat == DBS.c.CTLG_NAME, new_db == DBS.c.NAME)
+            ).first()
+            if target_db is None:
+                raise InvalidOperationException(
+                    f"Unable to change partition or table. Database {new_db} does not exist"
+                )
+            clash = conn.execute(
+                sa.select(TBLS.c.TBL_ID).where(TBLS.c.DB_ID == target_db.DB_ID, new_name == TBLS.c.TBL_NAME)
+            ).first()
+            if clash:
+                raise InvalidOperationException(f"new table {new_db}.{new_name} already exists")
+        table = Table(**new_tbl.__dict__)
+        table.parameters = dict(new_tbl.parameters or {})
+        table.parameters.setdefault(DDL_TIME, str(now_s()))
+        ttype = effective_table_type(table)
+        old_sd = rows.load_sds(conn, [old.SD_ID]).get(old.SD_ID) if old.SD_ID else None
+        old_loc = old_sd.location if old_sd else None
+        moved = None
+        if table.sd is not None:
+            table.sd = table.sd.__class__(**table.sd.__dict__)
+            same_loc = not table.sd.location or table.sd.location == old_loc
+            if rename and old.TBL_TYPE == MANAGED and ttype != VIEW and same_loc and old_loc:
+                new_loc = paths.join_location(target_db.DB_LOCATION_URI, new_name)
+                if new_loc != old_loc:
+                    table.sd.location = new_loc
+                    self._relocate_partitions(conn, old.TBL_ID, old_loc, new_loc)
+                    if paths.move_dir(old_loc, new_loc):
+                        moved = (old_loc, new_loc)
+            elif not table.sd.location:
+                table.sd.location = old_loc
+        # replace the definition
+        cols_changed = (
+            old_sd is not None
+            and table.sd is not None
+            and [(c.name.lower(), c.type) for c in old_sd.cols or []]
+            != [(c.name.lower(), c.type) for c in table.sd.cols or []]
+        )
+        new_sd_id = rows.insert_sds(conn, [table.sd])[0] if table.sd is not None else None
+        conn.execute(
+            TBLS.update()
+            .where(TBLS.c.TBL_ID == old.TBL_ID)
+            .values(DB_ID=target_db.DB_ID, TBL_NAME=new_name, SD_ID=new_sd_id, **_table_values(table, ttype))
+        )
+        if old.SD_ID is not None:
+            rows.delete_sds(conn, [old.SD_ID])
+        conn.execute(TABLE_PARAMS.delete().where(TABLE_PARAMS.c.TBL_ID == old.TBL_ID))
+        conn.execute(PARTITION_KEYS.delete().where(PARTITION_KEYS.c.TBL_ID == old.TBL_ID))
+        self._write_table_children(conn, old.TBL_ID, table)
+        if cascade and cols_changed and new_sd_id is not None:
+            cd = conn.execute(sa.select(SDS.c.CD_ID).where(new_sd_id == SDS.c.SD_ID)).scalar_one()
+            part_sds = sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == old.TBL_ID)
+            old_cds = (
+                conn.execute(sa.select(SDS.c.CD_ID).where(SDS.c.SD_ID.in_(part_sds)).distinct())
+                .scalars()
+                .all()
+            )
+            conn.execute(SDS.update().where(SDS.c.SD_ID.in_(part_sds)).values(CD_ID=cd))
+            rows.delete_unused_cds(conn, old_cds)
+        return moved
+
+    @staticmethod
+    def _relocate_partitions(conn: sa.Connection, tbl_id: int, old_loc: str, new_loc: str) -> None:
+        q = (
+            sa.select(SDS.c.SD_ID, SDS.c.LOCATION)
+            .select_from(PARTITIONS.join(SDS, PARTITIONS.c.SD_ID == SDS.c.SD_ID))
+            .where(tbl_id == PARTITIONS.c.TBL_ID)
+        )
+        updates = [
+            {"sd": sd_id, "loc": new_loc + loc[len(old_loc) :]}
+            for sd_id, loc in conn.execute(q)
+            if paths.is_subdir(loc, old_loc)
+        ]
+        if updates:
+            conn.execute(
+                SDS.update().where(sa.bindparam("sd") == SDS.c.SD_ID).values(LOCATION=sa.bindparam("loc")),
+                updates,
+            )
+
+    # ---------------------------------------------------------------- drop
+    def drop_table(self, dbname: str, name: str, deleteData: bool) -> None:  # noqa: N803
+        """Drop a table and its partitions; a managed table's data is deleted after commit.
+
+        Raises NoSuchObjectException ("db.t table not found").
+        """
+        with self.write() as tx:
+            self._drop_table_tx(tx, dbname, name, deleteData, cat=None)
+
+    def drop_table_with_environment_context(
+        self, dbname: str, name: str, deleteData: bool, environment_context: Any
+    ) -> None:  # noqa: N803
+        """:meth:`drop_table` (``ifPurge`` changes nothing: there is no trash)."""
+        self.drop_table(dbname, name, deleteData)
+
+    def _drop_table_tx(self, tx: Tx, db: str, tbl: str, delete_data: bool, cat: str | None = "hive") -> None:
+        ref = db if cat is None or db.startswith("@") else f"@{cat}#{db}"
+        row = self.table_row(tx.conn, ref, tbl, for_update=True)
+        conn = tx.conn
+        part_ids = sa.select(PARTITIONS.c.PART_ID).where(PARTITIONS.c.TBL_ID == row.TBL_ID)
+        part_locs = []
+        if delete_data and row.TBL_TYPE == MANAGED:
+            part_locs = (
+                conn.execute(
+                    sa.select(SDS.c.LOCATION)
+                    .select_from(PARTITIONS.join(SDS, PARTITIONS.c.SD_ID == SDS.c.SD_ID))
+                    .where(PARTITIONS.c.TBL_ID == row.TBL_ID)
+                )
+                .scalars()
+                .all()
+            )
+        part_sds = (
+            conn.execute(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == row.TBL_ID))
+            .scalars()
+            .all()
+        )
+        self._delete_partition_rows(conn, part_ids)
+        tbl_loc = None
+        if row.SD_ID is not None:
+            tbl_loc = conn.execute(sa.select(SDS.c.LOCATION).where(SDS.c.SD_ID == row.SD_ID)).scalar()
+        conn.execute(TBLS.delete().where(TBLS.c.TBL_ID == row.TBL_ID))
+        rows.delete_sds(conn, [s for s in part_sds if s is not None] + ([row.SD_ID] if row.SD_ID else []))
+        if delete_data and row.TBL_TYPE == MANAGED:
+            doomed = [tbl_loc] + [p for p in part_locs if not paths.is_subdir(p, tbl_loc)]
+            for loc in doomed:
+                tx.after_commit.append(lambda loc=loc: paths.delete_dir(loc))

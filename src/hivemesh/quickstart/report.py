@@ -1,0 +1,57 @@
+"""What the quickstart prints: a progress bar over its steps and a table of query results (rich)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from hivemesh.quickstart.queries import QueryResult
+
+MATCH = "[green]✓[/green]"
+MISMATCH = "[red]✗[/red]"
+
+
+def step_progress(console: Console) -> Progress:
+    """A progress bar with the current step's description, ``done/total`` and elapsed time."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
+
+def results_table(results: Sequence[QueryResult], title: str | None = None) -> Table:
+    """One row per query: name, rows returned, seconds on the metastore tables, ✓/✗ against the files."""
+    table = Table(title=title)
+    table.add_column("query")
+    table.add_column("rows", justify="right")
+    table.add_column("seconds", justify="right")
+    table.add_column("match", justify="center")
+    for r in results:
+        table.add_row(r.name, str(r.rows), f"{r.seconds:.2f}", MATCH if r.match else MISMATCH)
+    return table
+
+
+def print_results(console: Console, results: Sequence[QueryResult], title: str | None = None) -> None:
+    """Print :func:`results_table`, then each mismatch's first difference or error."""
+    console.print(results_table(results, title))
+    for r in results:
+        if not r.match:
+            console.print(f"[red]✗ {escape(r.name)}[/red]: {escape(r.detail or '')}", highlight=False)
+    ok = sum(r.match for r in results)
+    colour = "green" if ok == len(results) else "red"
+    console.print(f"[{colour}]{ok}/{len(results)} queries match the Parquet files[/{colour}]")

@@ -1,0 +1,78 @@
+"""The quickstart's SparkSession: ``local[2]``, few shuffle partitions, and quiet JVM logs."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+import hivemesh.spark
+
+log = logging.getLogger(__name__)
+
+#: Spark settings for quickstart-sized data on a small machine.
+QUICKSTART_CONF: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+_LOG4J2 = """\
+# Written by hivemesh quickstart: JVM log output of the quickstart's Spark driver.
+status = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n
+rootLogger.level = {level}
+rootLogger.appenderRef.console.ref = console
+logger.datanucleus.name = DataNucleus
+logger.datanucleus.level = error
+# PySpark counts as a REPL: Spark resets the root level to this logger's (default WARN) and says so.
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = {level}
+"""
+
+
+def spark_log_level() -> str:
+    """``WARN`` when Python logging shows INFO (or more), else ``ERROR``: Spark stays quiet by default."""
+    return "WARN" if logging.getLogger().getEffectiveLevel() <= logging.INFO else "ERROR"
+
+
+def write_log4j2_config(path: Path, level: str) -> Path:
+    """Write a Log4j 2 properties file sending JVM logs at ``level`` and above to stderr."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_LOG4J2.format(level=level.lower()), encoding="utf-8")
+    return path
+
+
+def quickstart_session(metastore_uri: str | None, data_dir: Path, master: str = "local[2]") -> SparkSession:
+    """A SparkSession for the quickstart whose warehouse is ``data_dir/warehouse``.
+
+    ``metastore_uri``: ``thrift://host:port`` of a Hive metastore; None uses Spark's own embedded
+    Derby catalog in ``data_dir/derby`` (a development fallback: no Thrift metastore involved).
+    """
+    data_dir = Path(data_dir).resolve()
+    level = spark_log_level()
+    log4j2 = write_log4j2_config(data_dir / "spark-log4j2.properties", level)
+    java_opts = [f"-Dlog4j2.configurationFile={log4j2.as_uri()}"]
+    conf = dict(QUICKSTART_CONF)
+    if metastore_uri is None:
+        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+            f"jdbc:derby:;databaseName={data_dir / 'derby'};create=true"
+        )
+        java_opts.append(f"-Dderby.stream.error.file={data_dir / 'derby.log'}")
+    conf["spark.driver.extraJavaOptions"] = " ".join(java_opts)
+    log.info("starting Spark (%s) on metastore %s", master, metastore_uri or "embedded Derby")
+    spark = hivemesh.spark.session(
+        metastore_uri or "",
+        warehouse=str(data_dir / "warehouse"),
+        app_name="hivemesh-quickstart",
+        master=master,
+        **conf,
+    )
+    spark.sparkContext.setLogLevel(level)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    return spark

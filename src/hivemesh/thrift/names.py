@@ -1,0 +1,40 @@
+"""Catalog-qualified database names of Hive 3+ (``@cat#db``) and name normalisation."""
+
+from __future__ import annotations
+
+from hive_metastore.ttypes import MetaException
+
+DEFAULT_CATALOG = "hive"
+CATALOG_PREFIX = "@"
+CATALOG_DB_SEPARATOR = "#"
+DB_EMPTY_MARKER = "!"
+
+
+def parse_db_name(name: str | None) -> tuple[str, str | None]:
+    """Split a possibly catalog-qualified database name into ``(catalog, database)``.
+
+    ``"sales"`` -> ``("hive", "sales")``; ``"@hive#sales"`` -> ``("hive", "sales")``;
+    ``"@hive#"`` -> ``("hive", None)`` (all databases); ``"@hive#!"`` -> ``("hive", "")``.
+    Names are lower-cased as Hive does. Source: Hive MetaStoreUtils.parseDbName.
+    Raises MetaException for a leading ``@`` without ``#``.
+    """
+    if name is None:
+        return DEFAULT_CATALOG, None
+    if not name.startswith(CATALOG_PREFIX):
+        return DEFAULT_CATALOG, name.lower()
+    cat, sep, db = name[1:].partition(CATALOG_DB_SEPARATOR)
+    if not sep:
+        raise MetaException(f"Database name is malformed: {name}")
+    cat = cat.lower() or DEFAULT_CATALOG
+    if db == "":
+        return cat, None
+    if db == DB_EMPTY_MARKER:
+        return cat, ""
+    return cat, db.lower()
+
+
+def qualify_db_name(catalog: str, db: str | None) -> str:
+    """The inverse of :func:`parse_db_name`: ``("hive", "x")`` -> ``"@hive#x"``."""
+    if db is None:
+        return f"{CATALOG_PREFIX}{catalog}{CATALOG_DB_SEPARATOR}"
+    return f"{CATALOG_PREFIX}{catalog}{CATALOG_DB_SEPARATOR}{db or DB_EMPTY_MARKER}"

@@ -1,0 +1,116 @@
+"""A Thrift processor for the HMS interface that dispatches to any catalog object.
+
+The generated ``ThriftHiveMetastore.Processor`` knows every method of the Hive 4 IDL. This subclass
+answers ``TApplicationException(UNKNOWN_METHOD)`` ("Invalid method name: 'x'") for every method the
+handler does not implement, as the Java HMS does for methods it does not have (Spark and Trino fall
+back to older calls on exactly that), turns unexpected handler errors into the ``MetaException``
+clients expect instead of an opaque internal error, and counts calls for metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hive_metastore import ThriftHiveMetastore
+from hive_metastore.ttypes import MetaException
+from thrift.Thrift import TApplicationException, TMessageType, TType
+
+log = logging.getLogger("hivemesh.thrift")
+
+CallObserver = Callable[[str, float, str | None], None]
+"""Called after each call with (method, seconds, error class name or None)."""
+
+
+def implemented_methods(handler: object) -> frozenset[str]:
+    """Names of HMS interface methods the handler really implements (not inherited from Iface)."""
+    names = set()
+    for name in dir(ThriftHiveMetastore.Iface):
+        if name.startswith("_"):
+            continue
+        impl = getattr(type(handler), name, None)
+        base = getattr(ThriftHiveMetastore.Iface, name, None)
+        if impl is not None and impl is not base and callable(impl):
+            names.add(name)
+    return frozenset(names)
+
+
+def _declared_exceptions(method: str) -> tuple[type[Exception], ...]:
+    result_cls = getattr(ThriftHiveMetastore, f"{method}_result", None)
+    if result_cls is None:
+        return ()
+    out = []
+    for spec in result_cls.thrift_spec or ():
+        if spec and spec[2] != "success" and spec[1] == TType.STRUCT:
+            out.append(spec[3][0])
+    return tuple(out)
+
+
+class _GuardedHandler:
+    """Wraps a handler so unexpected Python errors surface as MetaException where declared."""
+
+    def __init__(self, handler: object, methods: frozenset[str]):
+        self._handler = handler
+        for name in methods:
+            setattr(self, name, self._guard(name, getattr(handler, name)))
+
+    @staticmethod
+    def _guard(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        declared = _declared_exceptions(name)
+        can_meta = MetaException in declared
+
+        def call(*args: Any) -> Any:
+            try:
+                return fn(*args)
+            except declared:
+                raise
+            except TApplicationException:
+                raise
+            except Exception as e:
+                log.exception("%s failed", name)
+                if can_meta:
+                    raise MetaException(f"{type(e).__name__}: {e}") from e
+                raise
+
+        call.__name__ = name
+        return call
+
+
+class HMSProcessor(ThriftHiveMetastore.Processor):
+    """Processor for one handler object (a catalog). Thread-safe if the handler is."""
+
+    def __init__(self, handler: object, observer: CallObserver | None = None):
+        self.methods = implemented_methods(handler)
+        super().__init__(_GuardedHandler(handler, self.methods))
+        self._observer = observer
+
+    def process(self, iprot: Any, oprot: Any) -> bool | None:
+        name, _type, seqid = iprot.readMessageBegin()
+        if name not in self.methods:
+            iprot.skip(TType.STRUCT)
+            iprot.readMessageEnd()
+            if _type == TMessageType.ONEWAY:
+                return None
+            exc = TApplicationException(
+                TApplicationException.UNKNOWN_METHOD, f"Invalid method name: '{name}'"
+            )
+            oprot.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
+            exc.write(oprot)
+            oprot.writeMessageEnd()
+            oprot.trans.flush()
+            if self._observer:
+                self._observer(name, 0.0, "UnknownMethod")
+            return None
+        start = time.perf_counter()
+        error = None
+        try:
+            self._processMap[name](self, seqid, iprot, oprot)
+        except Exception as e:
+            error = type(e).__name__
+            raise
+        finally:
+            if self._observer:
+                self._observer(name, time.perf_counter() - start, error)
+        return True

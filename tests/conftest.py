@@ -1,0 +1,83 @@
+"""Shared fixtures: metastore backends (SQLite, PostgreSQL) and running hivemesh servers."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.servers import HivemeshProcess, ThriftClient
+
+PG_ADMIN_URL = os.environ.get("HIVEMESH_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+def postgres_available() -> bool:
+    """True when the PostgreSQL server for tests answers (CI always has one at 127.0.0.1:5432)."""
+    try:
+        import sqlalchemy as sa
+
+        eng = sa.create_engine(PG_ADMIN_URL, connect_args={"connect_timeout": 3})
+        with eng.connect():
+            pass
+        eng.dispose()
+        return True
+    except Exception:
+        return False
+
+
+PG_SKIP_REASON = "needs PostgreSQL at 127.0.0.1:5432 (set HIVEMESH_TEST_PG); CI always has it"
+
+
+def make_pg_database(prefix: str = "hivemesh_test") -> str:
+    """Create a fresh, empty PostgreSQL database and return its SQLAlchemy URL."""
+    import sqlalchemy as sa
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    eng = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with eng.connect() as c:
+        c.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    eng.dispose()
+    return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def backend_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A fresh metadata store URL, once for SQLite and once for PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'metastore.db'}"
+    if not postgres_available():
+        pytest.skip(PG_SKIP_REASON)
+    return make_pg_database()
+
+
+@pytest.fixture(scope="session")
+def hivemesh_server(backend_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HivemeshProcess]:
+    """A running ``hivemesh metastore`` process on each backend (shared by the session)."""
+    base = tmp_path_factory.mktemp("hivemesh")
+    with HivemeshProcess(backend_url, base / "warehouse", base / "metastore.log") as proc:
+        yield proc
+
+
+@pytest.fixture()
+def hms(hivemesh_server: HivemeshProcess) -> Iterator:
+    """A Thrift client (hive_metastore.ThriftHiveMetastore.Client) connected to hivemesh_server."""
+    with ThriftClient(hivemesh_server.host, hivemesh_server.port) as client:
+        yield client
+
+
+@pytest.fixture()
+def unique_name() -> str:
+    """A lower-case identifier unique to the test (for databases and tables)."""
+    return "t" + uuid.uuid4().hex[:10]
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def shared_dir() -> Path:
+    """``../shared`` beside the repository (fixtures and docs)."""
+    return repo_root().parent / "shared"
