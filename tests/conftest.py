@@ -81,3 +81,6 @@ def repo_root() -> Path:
 def shared_dir() -> Path:
     """``../shared`` beside the repository (fixtures and docs)."""
     return repo_root().parent / "shared"
+
+
+from tests.spark_fixtures import *  # noqa: E402,F401,F403 - the shared Spark fixtures

@@ -164,15 +164,7 @@ COMMA: ","
 %ignore /[ \t\r\n]+/
 """
 
-_DISPLAY = {
-    "AND": "AND",
-    "OR": "OR",
-    "NOT": "NOT",
-    "LIKE": "LIKE",
-    "BETWEEN": "BETWEEN",
-    "IN": "IN",
-    "STRUCT": "STRUCT",
-    "CONST": "CONST",
+_DISPLAY = {  # terminal names in error messages; keywords show as themselves
     "DATE": "a date",
     "NUMBER": "a number",
     "IDENT": "a partition key",
@@ -250,35 +242,34 @@ class _Builder(Transformer[Token, Any]):
         raise FilterError(f"the value must be on the right of LIKE (column {tok.column})", tok.start_pos)
 
     def between(self, items: list[Any]) -> Expr:
-        key, lo, hi = (i for i in items if not isinstance(i, Token))
-        if any(isinstance(i, Token) and i.type == "NOT" for i in items):
+        (key, lo, hi), negated = _split(items)
+        if negated:
             return Or((_cmp(key, "<", lo), _cmp(key, ">", hi)))
         return And((_cmp(key, ">=", lo), _cmp(key, "<=", hi)))
 
     def in_list(self, items: list[Any]) -> Expr:
-        key, *values = (i for i in items if not isinstance(i, Token))
-        negated = any(isinstance(i, Token) and i.type == "NOT" for i in items)
+        (key, *values), negated = _split(items)
         return _join(Or, [_cmp(key, "!=" if negated else "=", v) for v in values], negated)
 
     def struct(self, items: list[Any]) -> tuple[_Literal, ...]:
-        return tuple(i for i in items if isinstance(i, _Literal))
+        return tuple(_split(items)[0])
 
     def in_structs(self, items: list[Any]) -> Expr:
-        keys = [i for i in items if isinstance(i, str) and not isinstance(i, Token)]
-        structs = [i for i in items if isinstance(i, tuple)]
-        negated = any(isinstance(i, Token) and i.type == "NOT" for i in items)
+        parts, negated = _split(items)
+        keys = [p for p in parts if isinstance(p, str)]
         rows = []
-        for row in structs:
+        for row in (p for p in parts if isinstance(p, tuple)):
             if len(row) != len(keys):
                 raise FilterError(f"STRUCT of {len(keys)} keys {keys} compared with {len(row)} values")
-            rows.append(
-                _join(
-                    And,
-                    [_cmp(k, "!=" if negated else "=", v) for k, v in zip(keys, row, strict=True)],
-                    negated,
-                )
-            )
+            tests = [_cmp(k, "!=" if negated else "=", v) for k, v in zip(keys, row, strict=True)]
+            rows.append(_join(And, tests, negated))
         return _join(Or, rows, negated)
+
+
+def _split(items: list[Any]) -> tuple[list[Any], bool]:
+    """The children that are not tokens (keys, literals, ...), and whether a NOT token is among them."""
+    negated = any(isinstance(i, Token) and i.type == "NOT" for i in items)
+    return [i for i in items if not isinstance(i, Token)], negated
 
 
 def _cmp(key: str, op: str, lit: _Literal) -> Comparison:

@@ -84,8 +84,9 @@ class PartitionMixin(CatalogBase):
         q = sa.select(PARTITIONS.c.PART_ID).where(info.id == PARTITIONS.c.TBL_ID)
         if cond is not None:
             q = q.where(cond)
+        q = q.order_by(PARTITIONS.c.PART_NAME)
         if max_parts is not None and max_parts >= 0:
-            q = q.order_by(PARTITIONS.c.PART_NAME).limit(max_parts)
+            q = q.limit(max_parts)
         return q
 
     def _load(self, conn: sa.Connection, info: _TableInfo, ids: sa.Select) -> list[Partition]:
@@ -384,19 +385,18 @@ class PartitionMixin(CatalogBase):
                     if 0 <= max_parts <= len(ids):
                         break
             return ids
+        # Only the first key's values are selected by table (index TBL_ID, INTEGER_IDX, PART_KEY_VAL);
+        # the other keys and PARTITIONS itself are reached by primary key. That keeps the plan linear
+        # even when the database's statistics are stale (e.g. PostgreSQL right after a bulk add).
         q = sa.select(PARTITIONS.c.PART_ID).select_from(PARTITIONS)
-        for key, alias in aliases.items():
-            q = q.join(
-                alias,
-                sa.and_(
-                    alias.c.PART_ID == PARTITIONS.c.PART_ID,
-                    info.id == alias.c.TBL_ID,
-                    keys[key] == alias.c.INTEGER_IDX,
-                ),
-            )
-        q = q.where(info.id == PARTITIONS.c.TBL_ID, cond)
+        for n, (key, alias) in enumerate(aliases.items()):
+            on = sa.and_(alias.c.PART_ID == PARTITIONS.c.PART_ID, alias.c.INTEGER_IDX == keys[key])
+            if n == 0:
+                on = sa.and_(on, alias.c.TBL_ID == info.id)
+            q = q.join(alias, on)
+        q = q.where(cond).order_by(PARTITIONS.c.PART_NAME)
         if max_parts is not None and max_parts >= 0:
-            q = q.order_by(PARTITIONS.c.PART_NAME).limit(max_parts)
+            q = q.limit(max_parts)
         return q
 
     def get_partitions_by_filter(

@@ -23,6 +23,8 @@ from hive_metastore.ttypes import (
     Table,
 )
 
+from sqlalchemy import BigInteger
+
 from hivemesh.metastore.schema import (
     BUCKETING_COLS,
     CDS,
@@ -199,118 +201,222 @@ def _chunks(ids: Sequence[int], size: int = 10_000) -> Iterable[Sequence[int]]:
 
 
 # ---------------------------------------------------------------- reading
+#
+# A read is two queries whatever the number of objects: the base rows (joined with their storage
+# descriptor and SerDe), then every child row (parameters, columns, keys, bucket and sort columns)
+# in one UNION ALL of (kind, owner, k, v, c, idx) tuples.
+
+SD_PARAM, SERDE_PARAM, COLUMN, BUCKET, SORT, TABLE_PARAM, PART_KEY, PART_PARAM, PART_VAL = range(9)
+
+_SD_FIELDS = [
+    SDS.c.SD_ID.label("sd_id"),
+    SDS.c.CD_ID.label("sd_cd_id"),
+    SDS.c.SERDE_ID.label("sd_serde_id"),
+    SDS.c.INPUT_FORMAT.label("sd_input"),
+    SDS.c.OUTPUT_FORMAT.label("sd_output"),
+    SDS.c.LOCATION.label("sd_location"),
+    SDS.c.IS_COMPRESSED.label("sd_compressed"),
+    SDS.c.IS_STOREDASSUBDIRECTORIES.label("sd_subdirs"),
+    SDS.c.NUM_BUCKETS.label("sd_buckets"),
+    SERDES.c.NAME.label("se_name"),
+    SERDES.c.SLIB.label("se_slib"),
+    SERDES.c.DESCRIPTION.label("se_desc"),
+    SERDES.c.SERIALIZER_CLASS.label("se_ser"),
+    SERDES.c.DESERIALIZER_CLASS.label("se_deser"),
+    SERDES.c.SERDE_TYPE.label("se_type"),
+]
+_NO_SKEW = SkewedInfo(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={})
+_NULL_TEXT = sa.cast(sa.null(), sa.Text)
+_ZERO = sa.cast(sa.literal(0), sa.Integer)
 
 
-def _group_params(
-    conn: sa.Connection, table: sa.Table, owner_col: str, owners: Any
-) -> dict[int, dict[str, str]]:
-    out: dict[int, dict[str, str]] = defaultdict(dict)
-    q = sa.select(table.c[owner_col], table.c.PARAM_KEY, table.c.PARAM_VALUE).where(
-        table.c[owner_col].in_(owners)
+def _branch(kind: int, owner: Any, k: Any, v: Any, c: Any, idx: Any, frm: Any, where: Any) -> sa.Select:
+    return (
+        sa.select(
+            sa.cast(sa.literal(kind), sa.Integer).label("kind"),
+            sa.cast(owner, BigInteger).label("owner"),
+            sa.cast(k, sa.Text).label("k"),
+            sa.cast(v, sa.Text).label("v"),
+            sa.cast(c, sa.Text).label("c"),
+            sa.cast(idx, sa.Integer).label("idx"),
+        )
+        .select_from(frm)
+        .where(where)
     )
-    for owner, k, v in conn.execute(q):
-        out[owner][k] = v if v is not None else ""
-    return out
 
 
-def load_sds(conn: sa.Connection, sd_ids: Any) -> dict[int, StorageDescriptor]:
-    """Storage descriptors by SD_ID; ``sd_ids`` is a list or a select of SD_IDs."""
-    base = conn.execute(
-        sa.select(SDS, SERDES)
-        .select_from(SDS.outerjoin(SERDES, SDS.c.SERDE_ID == SERDES.c.SERDE_ID))
-        .where(SDS.c.SD_ID.in_(sd_ids))
-    ).all()
+def _sd_branches() -> list[sa.Select]:
+    """Child rows of the storage descriptors in ``:sd_ids`` and column descriptors in ``:cd_ids``."""
+    sd_ids = sa.bindparam("sd_ids", expanding=True)
+    cd_ids = sa.bindparam("cd_ids", expanding=True)
+    return [
+        _branch(SD_PARAM, SD_PARAMS.c.SD_ID, SD_PARAMS.c.PARAM_KEY, SD_PARAMS.c.PARAM_VALUE, _NULL_TEXT, _ZERO,
+                SD_PARAMS, SD_PARAMS.c.SD_ID.in_(sd_ids)),
+        _branch(SERDE_PARAM, SDS.c.SD_ID, SERDE_PARAMS.c.PARAM_KEY, SERDE_PARAMS.c.PARAM_VALUE, _NULL_TEXT, _ZERO,
+                SERDE_PARAMS.join(SDS, SDS.c.SERDE_ID == SERDE_PARAMS.c.SERDE_ID), SDS.c.SD_ID.in_(sd_ids)),
+        _branch(COLUMN, COLUMNS_V2.c.CD_ID, COLUMNS_V2.c.COLUMN_NAME, COLUMNS_V2.c.TYPE_NAME, COLUMNS_V2.c.COMMENT,
+                COLUMNS_V2.c.INTEGER_IDX, COLUMNS_V2, COLUMNS_V2.c.CD_ID.in_(cd_ids)),
+        _branch(BUCKET, BUCKETING_COLS.c.SD_ID, BUCKETING_COLS.c.BUCKET_COL_NAME, _NULL_TEXT, _NULL_TEXT,
+                BUCKETING_COLS.c.INTEGER_IDX, BUCKETING_COLS, BUCKETING_COLS.c.SD_ID.in_(sd_ids)),
+        _branch(SORT, SORT_COLS.c.SD_ID, SORT_COLS.c.COLUMN_NAME, SORT_COLS.c.ORDER, _NULL_TEXT,
+                SORT_COLS.c.INTEGER_IDX, SORT_COLS, SORT_COLS.c.SD_ID.in_(sd_ids)),
+    ]  # fmt: skip
+
+
+# Statements are built once: SQLAlchemy then only looks them up in its compiled cache per call.
+_SD_CHILDREN = sa.union_all(*_sd_branches())
+_TABLE_CHILDREN = sa.union_all(
+    *_sd_branches(),
+    _branch(TABLE_PARAM, TABLE_PARAMS.c.TBL_ID, TABLE_PARAMS.c.PARAM_KEY, TABLE_PARAMS.c.PARAM_VALUE, _NULL_TEXT,
+            _ZERO, TABLE_PARAMS, TABLE_PARAMS.c.TBL_ID.in_(sa.bindparam("tbl_ids", expanding=True))),
+    _branch(PART_KEY, PARTITION_KEYS.c.TBL_ID, PARTITION_KEYS.c.PKEY_NAME, PARTITION_KEYS.c.PKEY_TYPE,
+            PARTITION_KEYS.c.PKEY_COMMENT, PARTITION_KEYS.c.INTEGER_IDX, PARTITION_KEYS,
+            PARTITION_KEYS.c.TBL_ID.in_(sa.bindparam("tbl_ids", expanding=True))),
+)  # fmt: skip
+_PART_CHILDREN = sa.union_all(
+    *_sd_branches(),
+    _branch(PART_PARAM, PARTITION_PARAMS.c.PART_ID, PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE,
+            _NULL_TEXT, _ZERO, PARTITION_PARAMS, PARTITION_PARAMS.c.PART_ID.in_(sa.bindparam("part_ids", expanding=True))),
+    _branch(PART_VAL, PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.PART_KEY_VAL, _NULL_TEXT, _NULL_TEXT,
+            PARTITION_KEY_VALS.c.INTEGER_IDX, PARTITION_KEY_VALS,
+            PARTITION_KEY_VALS.c.PART_ID.in_(sa.bindparam("part_ids", expanding=True))),
+)  # fmt: skip
+_SD_BASE = (
+    sa.select(*_SD_FIELDS)
+    .select_from(SDS.outerjoin(SERDES, SDS.c.SERDE_ID == SERDES.c.SERDE_ID))
+    .where(SDS.c.SD_ID.in_(sa.bindparam("sd_ids", expanding=True)))
+)
+_TABLE_BASE = sa.select(TBLS, DBS.c.NAME.label("DB_NAME"), DBS.c.CTLG_NAME, *_SD_FIELDS).select_from(
+    TBLS.join(DBS, TBLS.c.DB_ID == DBS.c.DB_ID)
+    .outerjoin(SDS, TBLS.c.SD_ID == SDS.c.SD_ID)
+    .outerjoin(SERDES, SDS.c.SERDE_ID == SERDES.c.SERDE_ID)
+)
+TABLE_BY_NAME = _TABLE_BASE.where(
+    DBS.c.CTLG_NAME == sa.bindparam("cat"),
+    DBS.c.NAME == sa.bindparam("db"),
+    TBLS.c.TBL_NAME == sa.bindparam("tbl"),
+)
+"""Prebuilt select of one table by ``cat``, ``db``, ``tbl`` (for :func:`load_tables`)."""
+_PART_BASE = (
+    sa.select(
+        PARTITIONS.c.PART_ID,
+        PARTITIONS.c.CREATE_TIME,
+        PARTITIONS.c.LAST_ACCESS_TIME,
+        PARTITIONS.c.WRITE_ID,
+        *_SD_FIELDS,
+    )
+    .select_from(
+        PARTITIONS.outerjoin(SDS, PARTITIONS.c.SD_ID == SDS.c.SD_ID).outerjoin(
+            SERDES, SDS.c.SERDE_ID == SERDES.c.SERDE_ID
+        )
+    )
+    .where(PARTITIONS.c.PART_ID.in_(sa.bindparam("part_ids", expanding=True)))
+    .order_by(PARTITIONS.c.PART_NAME)
+)
+CHUNK = 5000  # ids per IN list (SQLite allows 32,766 variables per statement)
+
+
+class _Children:
+    """Child rows grouped by kind and owner."""
+
+    def __init__(self, conn: sa.Connection, stmt: Any, params: dict[str, Any]):
+        self.params: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
+        self.lists: dict[tuple[int, int], list[tuple[int, Any, Any, Any]]] = defaultdict(list)
+        for kind, owner, k, v, c, idx in conn.execute(stmt, params):
+            if kind in (SD_PARAM, SERDE_PARAM, TABLE_PARAM, PART_PARAM):
+                self.params[(kind, owner)][k] = v if v is not None else ""
+            else:
+                self.lists[(kind, owner)].append((idx, k, v, c))
+
+    def ordered(self, kind: int, owner: Any) -> list[tuple[int, Any, Any, Any]]:
+        items = self.lists.get((kind, owner))
+        if not items:
+            return []
+        items.sort(key=lambda t: t[0])
+        return items
+
+
+def _sd_from_row(m: Any, ch: _Children, cols_cache: dict[int, list[FieldSchema]]) -> StorageDescriptor | None:
+    sd_id = m.sd_id
+    if sd_id is None:
+        return None
+    cd = m.sd_cd_id
+    cols = cols_cache.get(cd)
+    if cols is None:
+        cols = cols_cache[cd] = [
+            FieldSchema(name=k, type=v, comment=c) for _, k, v, c in ch.ordered(COLUMN, cd)
+        ]
+    return StorageDescriptor(
+        cols=list(cols),
+        location=m.sd_location,
+        inputFormat=m.sd_input,
+        outputFormat=m.sd_output,
+        compressed=bool(m.sd_compressed),
+        numBuckets=m.sd_buckets,
+        serdeInfo=SerDeInfo(
+            name=m.se_name,
+            serializationLib=m.se_slib,
+            parameters=ch.params.get((SERDE_PARAM, sd_id), {}),
+            description=m.se_desc,
+            serializerClass=m.se_ser,
+            deserializerClass=m.se_deser,
+            serdeType=m.se_type,
+        )
+        if m.sd_serde_id is not None
+        else None,
+        bucketCols=[k for _, k, _, _ in ch.ordered(BUCKET, sd_id)],
+        sortCols=[Order(col=k, order=int(v)) for _, k, v, _ in ch.ordered(SORT, sd_id)],
+        parameters=ch.params.get((SD_PARAM, sd_id), {}),
+        skewedInfo=_NO_SKEW,  # shared: read-only, skewed columns are not kept
+        storedAsSubDirectories=bool(m.sd_subdirs),
+    )
+
+
+def _cd_ids(base: Sequence[Any]) -> list[int]:
+    return list({r.sd_cd_id for r in base if r.sd_cd_id is not None})
+
+
+def load_sds(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, StorageDescriptor]:
+    """Storage descriptors by SD_ID (two queries)."""
+    ids = [i for i in sd_ids if i is not None]
+    if not ids:
+        return {}
+    base = conn.execute(_SD_BASE, {"sd_ids": ids}).all()
     if not base:
         return {}
-    serde_sel = sa.select(SDS.c.SERDE_ID).where(SDS.c.SD_ID.in_(sd_ids))
-    cd_sel = sa.select(SDS.c.CD_ID).where(SDS.c.SD_ID.in_(sd_ids))
-    sd_params = _group_params(conn, SD_PARAMS, "SD_ID", sd_ids)
-    serde_params = _group_params(conn, SERDE_PARAMS, "SERDE_ID", serde_sel)
-    cols: dict[int, list[FieldSchema]] = defaultdict(list)
-    for cd, name, typ, comment in conn.execute(
-        sa.select(COLUMNS_V2.c.CD_ID, COLUMNS_V2.c.COLUMN_NAME, COLUMNS_V2.c.TYPE_NAME, COLUMNS_V2.c.COMMENT)
-        .where(COLUMNS_V2.c.CD_ID.in_(cd_sel))
-        .order_by(COLUMNS_V2.c.CD_ID, COLUMNS_V2.c.INTEGER_IDX)
-    ):
-        cols[cd].append(FieldSchema(name=name, type=typ, comment=comment))
-    buckets: dict[int, list[str]] = defaultdict(list)
-    for sd, col in conn.execute(
-        sa.select(BUCKETING_COLS.c.SD_ID, BUCKETING_COLS.c.BUCKET_COL_NAME)
-        .where(BUCKETING_COLS.c.SD_ID.in_(sd_ids))
-        .order_by(BUCKETING_COLS.c.SD_ID, BUCKETING_COLS.c.INTEGER_IDX)
-    ):
-        buckets[sd].append(col)
-    sorts: dict[int, list[Order]] = defaultdict(list)
-    for sd, col, order in conn.execute(
-        sa.select(SORT_COLS.c.SD_ID, SORT_COLS.c.COLUMN_NAME, SORT_COLS.c.ORDER)
-        .where(SORT_COLS.c.SD_ID.in_(sd_ids))
-        .order_by(SORT_COLS.c.SD_ID, SORT_COLS.c.INTEGER_IDX)
-    ):
-        sorts[sd].append(Order(col=col, order=order))
-    out = {}
-    for r in base:
-        m = r._mapping
-        sd_id = m[SDS.c.SD_ID]
-        serde_id = m[SDS.c.SERDE_ID]
-        out[sd_id] = StorageDescriptor(
-            cols=list(cols.get(m[SDS.c.CD_ID], [])),
-            location=m[SDS.c.LOCATION],
-            inputFormat=m[SDS.c.INPUT_FORMAT],
-            outputFormat=m[SDS.c.OUTPUT_FORMAT],
-            compressed=bool(m[SDS.c.IS_COMPRESSED]),
-            numBuckets=m[SDS.c.NUM_BUCKETS],
-            serdeInfo=SerDeInfo(
-                name=m[SERDES.c.NAME],
-                serializationLib=m[SERDES.c.SLIB],
-                parameters=serde_params.get(serde_id, {}),
-                description=m[SERDES.c.DESCRIPTION],
-                serializerClass=m[SERDES.c.SERIALIZER_CLASS],
-                deserializerClass=m[SERDES.c.DESERIALIZER_CLASS],
-                serdeType=m[SERDES.c.SERDE_TYPE],
-            )
-            if serde_id is not None
-            else None,
-            bucketCols=buckets.get(sd_id, []),
-            sortCols=sorts.get(sd_id, []),
-            parameters=sd_params.get(sd_id, {}),
-            skewedInfo=SkewedInfo(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={}),
-            storedAsSubDirectories=bool(m[SDS.c.IS_STOREDASSUBDIRECTORIES]),
-        )
-    return out
+    ch = _Children(conn, _SD_CHILDREN, {"sd_ids": ids, "cd_ids": _cd_ids(base)})
+    cache: dict[int, list[FieldSchema]] = {}
+    return {r.sd_id: _sd_from_row(r, ch, cache) for r in base}
 
 
-def table_select() -> sa.Select:
-    """SELECT of TBLS joined with its database's name and catalog."""
-    return sa.select(TBLS, DBS.c.NAME.label("DB_NAME"), DBS.c.CTLG_NAME).select_from(
-        TBLS.join(DBS, TBLS.c.DB_ID == DBS.c.DB_ID)
-    )
-
-
-def load_tables(conn: sa.Connection, where: Any, order: bool = True) -> list[tuple[int, Table]]:
-    """Tables matching a condition on TBLS/DBS, as ``(TBL_ID, Table)`` pairs ordered by name."""
-    q = table_select().where(where)
-    if order:
-        q = q.order_by(DBS.c.NAME, TBLS.c.TBL_NAME)
-    rows = conn.execute(q).all()
-    if not rows:
+def load_tables(
+    conn: sa.Connection,
+    where: Any = None,
+    order: bool = True,
+    stmt: Any = None,
+    params: dict[str, Any] | None = None,
+) -> list[tuple[int, Table]]:
+    """Tables as ``(TBL_ID, Table)`` pairs: those matching ``where`` (a condition on TBLS/DBS),
+    ordered by database and name, or those of a prebuilt ``stmt`` (e.g. :data:`TABLE_BY_NAME`)."""
+    if stmt is None:
+        stmt = _TABLE_BASE.where(where)
+        if order:
+            stmt = stmt.order_by(DBS.c.NAME, TBLS.c.TBL_NAME)
+    base = conn.execute(stmt, params or {}).all()
+    if not base:
         return []
-    ids = [r.TBL_ID for r in rows]
-    sds = load_sds(conn, [r.SD_ID for r in rows if r.SD_ID is not None])
-    params = _group_params(conn, TABLE_PARAMS, "TBL_ID", ids)
-    pkeys: dict[int, list[FieldSchema]] = defaultdict(list)
-    for tid, name, typ, comment in conn.execute(
-        sa.select(
-            PARTITION_KEYS.c.TBL_ID,
-            PARTITION_KEYS.c.PKEY_NAME,
-            PARTITION_KEYS.c.PKEY_TYPE,
-            PARTITION_KEYS.c.PKEY_COMMENT,
-        )
-        .where(PARTITION_KEYS.c.TBL_ID.in_(ids))
-        .order_by(PARTITION_KEYS.c.TBL_ID, PARTITION_KEYS.c.INTEGER_IDX)
-    ):
-        pkeys[tid].append(FieldSchema(name=name, type=typ, comment=comment))
+    ch = _Children(
+        conn,
+        _TABLE_CHILDREN,
+        {
+            "sd_ids": [r.sd_id for r in base if r.sd_id is not None],
+            "cd_ids": _cd_ids(base),
+            "tbl_ids": [r.TBL_ID for r in base],
+        },
+    )
+    cache: dict[int, list[FieldSchema]] = {}
     out = []
-    for r in rows:
+    for r in base:
         out.append(
             (
                 r.TBL_ID,
@@ -321,9 +427,12 @@ def load_tables(conn: sa.Connection, where: Any, order: bool = True) -> list[tup
                     createTime=r.CREATE_TIME,
                     lastAccessTime=r.LAST_ACCESS_TIME,
                     retention=r.RETENTION,
-                    sd=sds.get(r.SD_ID),
-                    partitionKeys=pkeys.get(r.TBL_ID, []),
-                    parameters=params.get(r.TBL_ID, {}),
+                    sd=_sd_from_row(r, ch, cache),
+                    partitionKeys=[
+                        FieldSchema(name=k, type=v, comment=c)
+                        for _, k, v, c in ch.ordered(PART_KEY, r.TBL_ID)
+                    ],
+                    parameters=ch.params.get((TABLE_PARAM, r.TBL_ID), {}),
                     viewOriginalText=r.VIEW_ORIGINAL_TEXT,
                     viewExpandedText=r.VIEW_EXPANDED_TEXT,
                     tableType=r.TBL_TYPE,
@@ -340,34 +449,39 @@ def load_tables(conn: sa.Connection, where: Any, order: bool = True) -> list[tup
 
 
 def load_partitions(
-    conn: sa.Connection, db_name: str, tbl_name: str, cat_name: str, part_ids: sa.Select
+    conn: sa.Connection, db_name: str, tbl_name: str, cat_name: str, part_ids: sa.Select | Sequence[int]
 ) -> list[Partition]:
-    """Partitions whose PART_ID is in ``part_ids`` (a select), in the order of PART_NAME."""
-    rows = conn.execute(
-        sa.select(PARTITIONS).where(PARTITIONS.c.PART_ID.in_(part_ids)).order_by(PARTITIONS.c.PART_NAME)
-    ).all()
-    if not rows:
-        return []
-    sds = load_sds(conn, sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.PART_ID.in_(part_ids)))
-    params = _group_params(conn, PARTITION_PARAMS, "PART_ID", part_ids)
-    vals: dict[int, list[str]] = defaultdict(list)
-    for pid, v in conn.execute(
-        sa.select(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.PART_KEY_VAL)
-        .where(PARTITION_KEY_VALS.c.PART_ID.in_(part_ids))
-        .order_by(PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.INTEGER_IDX)
-    ):
-        vals[pid].append(v)
-    return [
-        Partition(
-            values=vals.get(r.PART_ID, []),
-            dbName=db_name,
-            tableName=tbl_name,
-            createTime=r.CREATE_TIME,
-            lastAccessTime=r.LAST_ACCESS_TIME,
-            sd=sds.get(r.SD_ID),
-            parameters=params.get(r.PART_ID, {}),
-            catName=cat_name,
-            writeId=r.WRITE_ID,
+    """Partitions whose PART_ID is in ``part_ids``: a select (its order is kept: order it by
+    PART_NAME) or a list. The ids are resolved first, then loaded in chunks of :data:`CHUNK` with
+    prebuilt statements, each chunk ordered by PART_NAME.
+    """
+    ids = list(conn.execute(part_ids).scalars()) if isinstance(part_ids, sa.Select) else list(part_ids)
+    out: list[Partition] = []
+    cache: dict[int, list[FieldSchema]] = {}
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        base = conn.execute(_PART_BASE, {"part_ids": chunk}).all()
+        ch = _Children(
+            conn,
+            _PART_CHILDREN,
+            {
+                "sd_ids": [r.sd_id for r in base if r.sd_id is not None],
+                "cd_ids": _cd_ids(base),
+                "part_ids": chunk,
+            },
         )
-        for r in rows
-    ]
+        out.extend(
+            Partition(
+                values=[k for _, k, _, _ in ch.ordered(PART_VAL, r.PART_ID)],
+                dbName=db_name,
+                tableName=tbl_name,
+                createTime=r.CREATE_TIME,
+                lastAccessTime=r.LAST_ACCESS_TIME,
+                sd=_sd_from_row(r, ch, cache),
+                parameters=ch.params.get((PART_PARAM, r.PART_ID), {}),
+                catName=cat_name,
+                writeId=r.WRITE_ID,
+            )
+            for r in base
+        )
+    return out

@@ -161,9 +161,13 @@ class TableMixin(CatalogBase):
 
     def get_table(self, dbname: str, tbl_name: str) -> Table:
         """Raises NoSuchObjectException ("db.t table not found")."""
+        cat, db = self.db_name(dbname)
+        tbl = (tbl_name or "").lower()
         with self.read() as conn:
-            row = self.table_row(conn, dbname, tbl_name)
-            return rows.load_tables(conn, TBLS.c.TBL_ID == row.TBL_ID, order=False)[0][1]
+            found = rows.load_tables(conn, stmt=rows.TABLE_BY_NAME, params={"cat": cat, "db": db, "tbl": tbl})
+        if not found:
+            raise NoSuchObjectException(f"{db}.{tbl} table not found")
+        return found[0][1]
 
     def get_table_req(self, req: Any) -> GetTableResult:
         """Hive 3/4 GetTableRequest form of :meth:`get_table`."""

@@ -30,9 +30,10 @@ rootLogger.level = {level}
 rootLogger.appenderRef.console.ref = console
 logger.datanucleus.name = DataNucleus
 logger.datanucleus.level = error
-# PySpark counts as a REPL: Spark resets the root level to this logger's (default WARN) and says so.
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = {level}
+# PySpark's gateway counts as a shell: Spark resets the root level to the gateway logger's level
+# (WARN unless configured) and prints a notice about it, unless the two agree.
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = {level}
 """
 
 

@@ -1,0 +1,180 @@
+"""Spark fixtures shared by the whole suite: one SparkSession per backend, one JVM per test session.
+
+``spark_metastore`` is a real ``hivemesh metastore`` subprocess (with Prometheus metrics on) on a
+fresh SQLite file or a fresh PostgreSQL database; ``spark`` is a SparkSession with Hive support
+(``local[2]``, 2 shuffle partitions, no UI, errors-only JVM logs) whose catalog is that metastore.
+Both are parametrized over ``sqlite`` and ``postgres``; the PostgreSQL one is skipped with
+``conftest.PG_SKIP_REASON`` only when no PostgreSQL answers at 127.0.0.1:5432.
+
+Design: a new SparkSession per backend in the same JVM (option b)
+------------------------------------------------------------------
+A SparkSession's Hive client is bound to one metastore URI (``hive.metastore.uris`` is a static
+setting read when the session's external catalog is first used). Starting a JVM costs ~10-20 s, so
+the JVM is started once; when pytest moves from the ``sqlite`` parameter to ``postgres`` it tears
+down the ``sqlite`` instances of these session fixtures (the SparkSession is stopped, then its
+metastore) and builds the ``postgres`` ones: a new SparkContext and SparkSession in the same JVM
+(PySpark keeps the Py4J gateway), whose SharedState builds a new HiveExternalCatalog. With the
+built-in Hive 2.3 jars and no CliSessionState, Spark creates that Hive client in a fresh isolated
+class loader, so nothing of the previous client (HiveConf, Hive.get() thread-locals, open Thrift
+sockets) survives: the new client talks to the new URI. The fixture checks this every time: the
+``get_database`` counter of the *new* server must move when the new session looks up a database
+(:func:`_check_bound`), otherwise it raises.
+
+Why not (a), one fixed port and swapping the server behind it: the session would keep state that
+belongs to the first catalog (the relation cache of data-source tables, ``spark.sql.warehouse.dir``
+shared by both backends so managed table directories would collide, the ``default`` database
+created by Spark only at catalog start-up). Reconnection after a broken transport is still tested,
+by ``tests/test_spark_persistence.py``, which restarts the metastore process under the live session.
+
+Each backend gets its own warehouse directory, used both as the server's ``--warehouse`` and as
+``spark.sql.warehouse.dir``. If another SparkSession is active when ``spark`` is set up (made by a
+test with different settings), it is stopped first: otherwise ``getOrCreate()`` would return it,
+bound to the wrong metastore.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.servers import HivemeshProcess
+from tests.support.spark_reference import SPARK_MASTER, SPARK_TEST_CONF, driver_java_options, write_log4j2
+
+__all__ = ["SparkMetastore", "spark", "spark_metastore", "spark_store_url"]
+
+_METRICS = re.compile(r"hivemesh metastore metrics on (http://\S+/metrics)")
+_CALLS = re.compile(r'^hivemesh_thrift_calls_total\{method="([^"]+)"\} (\S+)$', re.MULTILINE)
+
+
+class SparkMetastore(HivemeshProcess):
+    """A :class:`HivemeshProcess` started with ``--metrics-port 0`` that can read its call counters.
+
+    ``backend`` is ``"sqlite"`` or ``"postgres"``. ``start()`` may be called again after ``stop()``:
+    the process comes back on the same Thrift port and the same store (its counters restart at 0).
+    """
+
+    def __init__(self, backend: str, db_url: str, warehouse: Path, log: Path):
+        super().__init__(db_url, warehouse, log, extra_args=["--metrics-port", "0"])
+        self.backend = backend
+        self.metrics_url: str | None = None
+
+    def start(self, timeout: float = 60.0) -> SparkMetastore:
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        super().start(timeout)
+        deadline = time.monotonic() + timeout
+        while True:  # the metrics line follows the "listening" line on stdout (copied to the log)
+            with open(self.log, encoding="utf-8", errors="replace") as f:
+                f.seek(offset)
+                found = _METRICS.search(f.read())
+            if found:
+                self.metrics_url = found.group(1)
+                return self
+            if time.monotonic() > deadline or (self.proc is not None and self.proc.poll() is not None):
+                raise RuntimeError(f"hivemesh metastore did not report its metrics port; see {self.log}")
+            time.sleep(0.05)
+
+    def calls(self) -> dict[str, float]:
+        """``hivemesh_thrift_calls_total`` per Thrift method since this process started."""
+        assert self.metrics_url is not None, "not started"
+        with urllib.request.urlopen(self.metrics_url, timeout=30) as resp:
+            text = resp.read().decode()
+        return {m.group(1): float(m.group(2)) for m in _CALLS.finditer(text)}
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def spark_store_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A fresh, empty metadata store for the Spark tests' metastore (dropped afterwards on PostgreSQL)."""
+    from tests import conftest
+
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('spark-sqlite') / 'metastore.db'}"
+        return
+    if not conftest.postgres_available():
+        pytest.skip(conftest.PG_SKIP_REASON)
+    url = conftest.make_pg_database("hivemesh_spark")
+    yield url
+    import sqlalchemy as sa
+
+    eng = sa.create_engine(conftest.PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with eng.connect() as c:
+            c.execute(sa.text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
+    finally:
+        eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def spark_metastore(
+    request: pytest.FixtureRequest, spark_store_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SparkMetastore]:
+    """The running ``hivemesh metastore`` (metrics on) that the ``spark`` fixture's session uses."""
+    backend = "sqlite" if spark_store_url.startswith("sqlite") else "postgres"
+    base = tmp_path_factory.mktemp(f"spark-metastore-{backend}")
+    proc = SparkMetastore(backend, spark_store_url, base / "warehouse", base / "metastore.log")
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def _stop_active_session() -> None:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    if SparkContext._active_spark_context is not None:  # a context without a session
+        SparkContext._active_spark_context.stop()
+
+
+def _check_bound(spark: object, metastore: SparkMetastore) -> None:
+    """Raise unless ``spark``'s Hive client really calls ``metastore`` (see the module docstring)."""
+    before = metastore.calls().get("get_database", 0.0)
+    exists = spark.catalog.databaseExists("default")  # type: ignore[attr-defined]
+    after = metastore.calls().get("get_database", 0.0)
+    conf_uri = spark.sparkContext._jsc.hadoopConfiguration().get("hive.metastore.uris")  # type: ignore[attr-defined]
+    if not exists or after <= before or conf_uri != metastore.uri:
+        raise RuntimeError(
+            f"the SparkSession is not bound to {metastore.uri} (hive.metastore.uris={conf_uri}, "
+            f"default exists={exists}, get_database calls {before} -> {after})"
+        )
+
+
+@pytest.fixture(scope="session")
+def spark(spark_metastore: SparkMetastore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A SparkSession with Hive support on ``spark_metastore`` (one per backend, same JVM).
+
+    Settings: ``tests.support.spark_reference.SPARK_TEST_CONF`` (local[2], 2 shuffle partitions, UI
+    off, UTC session time zone, non-strict dynamic partitions). Tests must use their own database
+    names (e.g. from the ``unique_name`` fixture) and leave the session's current database alone.
+    """
+    import hivemesh.spark
+
+    _stop_active_session()
+    log4j2 = write_log4j2(tmp_path_factory.getbasetemp() / "spark-log4j2.properties")
+    conf = dict(SPARK_TEST_CONF)
+    conf["spark.driver.extraJavaOptions"] = driver_java_options(log4j2)  # used when the JVM starts
+    conf["spark.pyspark.python"] = sys.executable
+    session = hivemesh.spark.session(
+        spark_metastore.uri,
+        warehouse=str(spark_metastore.warehouse),
+        app_name=f"hivemesh-tests-{spark_metastore.backend}",
+        master=SPARK_MASTER,
+        **conf,
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        _check_bound(session, spark_metastore)
+        yield session
+    finally:
+        session.stop()
