@@ -16,6 +16,17 @@ from hive_metastore import ThriftHiveMetastore
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGTERM this child when the process that started it dies (no orphans)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
 _LISTEN = re.compile(r"hivemesh metastore listening on (\S+):(\d+)")
 
 
@@ -50,7 +61,9 @@ class HivemeshProcess:
             *self.extra_args,
         ]  # fmt: skip
         logf = open(self.log, "a", encoding="utf-8")  # noqa: SIM115 - closed with the process
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=logf, text=True)
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=logf, text=True, preexec_fn=_die_with_parent
+        )
         found: list[tuple[str, int]] = []
 
         def _read() -> None:

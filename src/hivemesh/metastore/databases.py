@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
     Database,
+    InvalidObjectException,
     InvalidOperationException,
     MetaException,
     NoSuchObjectException,
@@ -51,7 +52,7 @@ class DatabaseMixin(CatalogBase):
         cat = (database.catalogName or "hive").lower()
         name = (database.name or "").lower()
         if not validate_name(name):
-            raise self.invalid_name(database.name)
+            raise InvalidObjectException(f"{database.name} is not a valid database name")
         location = (
             paths.normalize_location(database.locationUri)
             if database.locationUri

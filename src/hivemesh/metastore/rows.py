@@ -22,7 +22,6 @@ from hive_metastore.ttypes import (
     StorageDescriptor,
     Table,
 )
-
 from sqlalchemy import BigInteger
 
 from hivemesh.metastore.schema import (

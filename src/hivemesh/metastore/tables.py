@@ -109,7 +109,7 @@ class TableMixin(CatalogBase):
 
         A managed table without a location gets ``<db location>/<name>``; the directory of a
         table with a file-system location is created. Raises AlreadyExistsException,
-        NoSuchObjectException (no database), InvalidObjectException (bad name or columns).
+        InvalidObjectException (no such database, bad name or columns), as the Java HMS does.
         """
         if not validate_name(tbl.tableName):
             raise self.invalid_name(tbl.tableName)
@@ -124,7 +124,10 @@ class TableMixin(CatalogBase):
         table.parameters.setdefault(DDL_TIME, str(table.createTime))
         ttype = effective_table_type(table)
         with self.write() as tx:
-            db_row = self.db_row(tx.conn, db_ref)
+            try:
+                db_row = self.db_row(tx.conn, db_ref)
+            except NoSuchObjectException as e:  # Hive answers InvalidObjectException(<db name>) here
+                raise InvalidObjectException(str(tbl.dbName)) from e
             exists = tx.conn.execute(
                 sa.select(TBLS.c.TBL_ID).where(
                     TBLS.c.DB_ID == db_row.DB_ID, table.tableName == TBLS.c.TBL_NAME
@@ -318,7 +321,7 @@ class TableMixin(CatalogBase):
         try:
             old = self.table_row(conn, dbname, tbl_name, for_update=True)
         except NoSuchObjectException as e:
-            raise InvalidOperationException(f"table {dbname}.{tbl_name} doesn't exist") from e
+            raise InvalidOperationException(e.message) from e
         cat = old.CTLG_NAME
         new_db = (new_tbl.dbName or old.DB_NAME).lower()
         new_name = new_tbl.tableName.lower()
