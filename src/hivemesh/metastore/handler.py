@@ -25,6 +25,7 @@ from hivemesh import __version__
 from hivemesh.metastore.databases import DEFAULT_DB, DatabaseMixin
 from hivemesh.metastore.functions import FunctionMixin
 from hivemesh.metastore.partitions import PartitionMixin
+from hivemesh.metastore.requests import RequestFormsMixin
 from hivemesh.metastore.schema import CTLGS, DBS
 from hivemesh.metastore.statistics import StatisticsMixin
 from hivemesh.metastore.store import Store
@@ -34,7 +35,9 @@ from hivemesh.thrift.server import connection
 HIVE_VERSION = "4.0.0"  # the Hive IDL this metastore speaks (reported by getVersion)
 
 
-class LocalMetastore(DatabaseMixin, TableMixin, PartitionMixin, FunctionMixin, StatisticsMixin):
+class LocalMetastore(
+    DatabaseMixin, TableMixin, PartitionMixin, FunctionMixin, StatisticsMixin, RequestFormsMixin
+):
     """An HMS-compatible catalog on SQLite or PostgreSQL.
 
     ``store``: the metadata store. ``warehouse``: root of managed databases and tables (a path or

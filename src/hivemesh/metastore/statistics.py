@@ -131,10 +131,6 @@ class StatisticsMixin(CatalogBase):
         """Store statistics of the partition named in ``statsDesc.partName``."""
         return self._update(stats_obj, partition=True)
 
-    def update_table_column_statistics_req(self, req: Any) -> Any:
-        """Hive 4 SetPartitionsStatsRequest form for one table."""
-        return self.set_aggr_stats_for(req)
-
     def set_aggr_stats_for(self, request: Any) -> bool:
         """Store a batch of ColumnStatistics (table or partition level by ``statsDesc.isTblLevel``)."""
         for cs in request.colStats or []:
