@@ -126,13 +126,11 @@ class LocalMetastore(
         return state.groups
 
     def get_config_value(self, name: str, defaultValue: str) -> str:  # noqa: N803
-        """Value of a ``hive.*``/``metastore.*`` key known here, else ``defaultValue``.
-
-        Raises ConfigValSecurityException for other keys (as Hive does for keys off its whitelist).
-        """
+        """Value of a key known here, else ``defaultValue`` for ``hive.*``, ``hdfs.*``, ``mapred.*``
+        and ``metastore.*`` keys (Hive's whitelist); ConfigValSecurityException for other keys."""
         if name in self.conf:
             return self.conf[name]
-        if name.startswith(("hive.", "metastore.")):
+        if name.startswith(("hive.", "hdfs.", "mapred.", "metastore.")):
             return defaultValue
         raise ConfigValSecurityException(f"For security reasons, the config key {name} cannot be accessed")
 

@@ -435,19 +435,23 @@ class PartitionMixin(CatalogBase):
             partitions=self.get_partitions_by_names(req.db_name, req.tbl_name, req.names)
         )
 
+    @staticmethod
+    def _lenient_spec(part_name: str) -> list[tuple[str, str]]:
+        """``k=v`` components of a name; components without ``=`` are skipped, as Hive does."""
+        out = []
+        for comp in (part_name or "").split("/"):
+            k, sep, v = comp.partition("=")
+            if sep and k and v:
+                out.append((paths.unescape_path_name(k), paths.unescape_path_name(v)))
+        return out
+
     def partition_name_to_vals(self, part_name: str) -> list[str]:
-        """``a=1/b=x`` -> ``["1", "x"]``."""
-        try:
-            return [v for _, v in paths.split_part_name(part_name)]
-        except ValueError as e:
-            raise MetaException(str(e)) from e
+        """``a=1/b=x`` -> ``["1", "x"]`` (components without ``=`` are skipped)."""
+        return [v for _, v in self._lenient_spec(part_name)]
 
     def partition_name_to_spec(self, part_name: str) -> dict[str, str]:
-        """``a=1/b=x`` -> ``{"a": "1", "b": "x"}``."""
-        try:
-            return dict(paths.split_part_name(part_name))
-        except ValueError as e:
-            raise MetaException(str(e)) from e
+        """``a=1/b=x`` -> ``{"a": "1", "b": "x"}`` (components without ``=`` are skipped)."""
+        return dict(self._lenient_spec(part_name))
 
     # ---------------------------------------------------------------- alter / rename
     def _alter_partitions(self, db_name: str, tbl_name: str, new_parts: Sequence[Partition]) -> None:

@@ -13,7 +13,6 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pafs
 
@@ -71,13 +70,29 @@ def split_part_name(name: str) -> list[tuple[str, str]]:
     return out
 
 
+def _local_path(location: str) -> str:
+    """The path of a ``file:`` location, taken literally as Hadoop does (``%2F`` stays ``%2F``).
+
+    ``file:/x``, ``file:///x`` and ``file://localhost/x`` all give ``/x``.
+    """
+    rest = location[len("file:") :]
+    if rest.startswith("//"):
+        authority_and_path = rest[2:]
+        slash = authority_and_path.find("/")
+        rest = authority_and_path[slash:] if slash >= 0 else "/"
+    return rest or "/"
+
+
 def normalize_location(location: str) -> str:
-    """A plain path -> ``file:/abs/path``; ``file:///x`` -> ``file:/x``; other URIs unchanged."""
+    """A plain path -> ``file:/abs/path``; ``file:///x`` -> ``file:/x``; other URIs unchanged.
+
+    Nothing is percent-decoded: escaped partition values (``k=a%2Fb``) name directories literally.
+    """
     if "://" not in location and not location.startswith("file:"):
         return "file:" + str(Path(location).resolve())
-    if location.startswith("file://"):
-        parsed = urlparse(location)
-        return "file:" + unquote(parsed.path)
+    if location.startswith("file:"):
+        path = _local_path(location)
+        return "file:" + (path.rstrip("/") or "/")
     return location.rstrip("/") if len(location) > 1 else location
 
 
@@ -88,7 +103,7 @@ def join_location(base: str, *parts: str) -> str:
 
 def _fs_and_path(location: str) -> tuple[pafs.FileSystem, str] | None:
     if location.startswith("file:"):
-        return pafs.LocalFileSystem(), unquote(urlparse(location).path) or location[5:]
+        return pafs.LocalFileSystem(), _local_path(location)
     try:
         return pafs.FileSystem.from_uri(location)
     except Exception as e:  # unsupported scheme or no credentials: leave the storage alone

@@ -6,6 +6,7 @@ Each ``ColumnStatisticsData`` is stored as Thrift JSON in ``STATS_DATA``, so eve
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -16,7 +17,7 @@ from hive_metastore.ttypes import (
     ColumnStatisticsDesc,
     ColumnStatisticsObj,
     InvalidInputException,
-    InvalidObjectException,
+    MetaException,
     NoSuchObjectException,
     PartitionsStatsResult,
     TableStatsResult,
@@ -26,10 +27,65 @@ from thrift.TSerialization import deserialize, serialize
 
 from hivemesh.metastore import paths
 from hivemesh.metastore.base import CatalogBase, now_s
-from hivemesh.metastore.schema import PART_COL_STATS, PARTITIONS, TAB_COL_STATS
+from hivemesh.metastore.schema import (
+    PART_COL_STATS,
+    PARTITION_PARAMS,
+    PARTITIONS,
+    TAB_COL_STATS,
+    TABLE_PARAMS,
+)
 
 _JSON = TJSONProtocolFactory()
+COLUMN_STATS_ACCURATE = "COLUMN_STATS_ACCURATE"
 DEFAULT_ENGINE = "hive"
+
+
+def mark_column_stats(
+    conn: sa.Connection,
+    params: sa.Table,
+    owner_col: str,
+    owner: int,
+    accurate: list[str] = (),  # type: ignore[assignment]
+    stale: list[str] | None = None,
+) -> None:
+    """Maintain Hive's ``COLUMN_STATS_ACCURATE`` parameter of a table or partition.
+
+    Format (Hive StatsSetupConst): ``{"BASIC_STATS":"true","COLUMN_STATS":{"a":"true","b":"true"}}``,
+    column names sorted, no spaces. ``accurate`` columns are added; ``stale`` ones removed
+    (``stale=[]`` with no ``accurate`` removes every column entry).
+    """
+    cur = conn.execute(
+        sa.select(params.c.PARAM_VALUE).where(
+            params.c[owner_col] == owner, params.c.PARAM_KEY == COLUMN_STATS_ACCURATE
+        )
+    ).scalar()
+    try:
+        state = json.loads(cur) if cur else {}
+        if not isinstance(state, dict):
+            state = {}
+    except ValueError:
+        state = {}
+    cols = dict(state.get("COLUMN_STATS") or {})
+    if stale is not None:
+        for c in stale or list(cols):
+            cols.pop(c, None)
+    for c in accurate:
+        cols[c] = "true"
+    out = {k: v for k, v in state.items() if k not in ("COLUMN_STATS",)}
+    if cols:
+        out["COLUMN_STATS"] = dict(sorted(cols.items()))
+    ordered = {k: out[k] for k in sorted(out)}
+    conn.execute(
+        params.delete().where(params.c[owner_col] == owner, params.c.PARAM_KEY == COLUMN_STATS_ACCURATE)
+    )
+    if ordered:
+        conn.execute(
+            params.insert().values(
+                **{owner_col: owner},
+                PARAM_KEY=COLUMN_STATS_ACCURATE,
+                PARAM_VALUE=json.dumps(ordered, separators=(",", ":")),
+            )
+        )
 
 
 def _dump(data: ColumnStatisticsData) -> str:
@@ -75,7 +131,7 @@ class StatisticsMixin(CatalogBase):
         stats: ColumnStatistics,
         engine: str,
     ) -> None:
-        analyzed = stats.statsDesc.lastAnalyzed or now_s()
+        analyzed = now_s()  # Hive records the server's time of the update, not the client's
         for obj in stats.statsObj or []:
             col = obj.colName.lower()
             conn.execute(
@@ -105,16 +161,19 @@ class StatisticsMixin(CatalogBase):
             cols = self._column_types(tx.conn, row)
             for obj in stats.statsObj or []:
                 if obj.colName.lower() not in cols:
-                    raise InvalidObjectException(
-                        f"Column {obj.colName} does not exist in {row.DB_NAME}.{row.TBL_NAME}"
+                    raise MetaException(
+                        f"Column {obj.colName} doesn't exist in table {row.TBL_NAME} in database {row.DB_NAME}"
                     )
+            names = [o.colName.lower() for o in stats.statsObj or []]
             if partition:
                 pid = self._part_id(
                     tx.conn, row.TBL_ID, desc.partName or "", self._key_names(tx.conn, row.TBL_ID)
                 )
                 self._upsert_stats(tx.conn, PART_COL_STATS, "PART_ID", pid, stats, engine)
+                mark_column_stats(tx.conn, PARTITION_PARAMS, "PART_ID", pid, accurate=names)
             else:
                 self._upsert_stats(tx.conn, TAB_COL_STATS, "TBL_ID", row.TBL_ID, stats, engine)
+                mark_column_stats(tx.conn, TABLE_PARAMS, "TBL_ID", row.TBL_ID, accurate=names)
         return True
 
     def _column_types(self, conn: sa.Connection, row: sa.Row) -> dict[str, str]:
@@ -156,6 +215,18 @@ class StatisticsMixin(CatalogBase):
             out[owner].append(ColumnStatisticsObj(colName=col, colType=typ, statsData=_load(data)))
         return out
 
+    @staticmethod
+    def _last_analyzed(
+        conn: sa.Connection, table: sa.Table, owner_col: str, owner: int, col: str
+    ) -> int | None:
+        return conn.execute(
+            sa.select(table.c.LAST_ANALYZED).where(
+                table.c[owner_col] == owner,
+                table.c.COLUMN_NAME == col.lower(),
+                table.c.ENGINE == DEFAULT_ENGINE,
+            )
+        ).scalar()
+
     def get_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str) -> ColumnStatistics:
         """Statistics of one column; NoSuchObjectException when there are none."""
         with self.read() as conn:
@@ -169,7 +240,11 @@ class StatisticsMixin(CatalogBase):
                 )
             return ColumnStatistics(
                 statsDesc=ColumnStatisticsDesc(
-                    isTblLevel=True, dbName=row.DB_NAME, tableName=row.TBL_NAME, catName=row.CTLG_NAME
+                    isTblLevel=True,
+                    dbName=row.DB_NAME,
+                    tableName=row.TBL_NAME,
+                    catName=row.CTLG_NAME,
+                    lastAnalyzed=self._last_analyzed(conn, TAB_COL_STATS, "TBL_ID", row.TBL_ID, col_name),
                 ),
                 statsObj=objs,
             )
@@ -193,6 +268,7 @@ class StatisticsMixin(CatalogBase):
                     tableName=row.TBL_NAME,
                     partName=part_name,
                     catName=row.CTLG_NAME,
+                    lastAnalyzed=self._last_analyzed(conn, PART_COL_STATS, "PART_ID", pid, col_name),
                 ),
                 statsObj=objs,
             )
@@ -253,6 +329,9 @@ class StatisticsMixin(CatalogBase):
                 raise NoSuchObjectException(
                     f"Column stats doesn't exist for {row.DB_NAME}.{row.TBL_NAME}.{col_name}"
                 )
+            mark_column_stats(
+                tx.conn, TABLE_PARAMS, "TBL_ID", row.TBL_ID, stale=[col_name.lower()] if col_name else []
+            )
             return True
 
     def delete_partition_column_statistics(
@@ -272,4 +351,5 @@ class StatisticsMixin(CatalogBase):
                 raise NoSuchObjectException(
                     f"Column stats doesn't exist for partition {part_name} column {col_name}"
                 )
+            # Hive 2.3 leaves the partition's COLUMN_STATS_ACCURATE as it was here (unlike for tables)
             return True

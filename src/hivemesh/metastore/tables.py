@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import sqlalchemy as sa
@@ -51,12 +52,54 @@ def _table_values(table: Table, ttype: str) -> dict[str, Any]:
     }
 
 
+# First tokens of the type names Hive accepts (serdeConstants), checked as Hive's
+# MetaStoreUtils.validateColumnType does: only the leading word of a type string.
+HIVE_TYPE_NAMES = frozenset(
+    [
+        "void",
+        "boolean",
+        "tinyint",
+        "smallint",
+        "int",
+        "integer",
+        "bigint",
+        "float",
+        "double",
+        "string",
+        "varchar",
+        "char",
+        "date",
+        "datetime",
+        "timestamp",
+        "decimal",
+        "binary",
+        "array",
+        "map",
+        "struct",
+        "uniontype",
+        "interval_year_month",
+        "interval_day_time",
+    ]
+)
+_TYPE_WORD = re.compile(r"^\s*([A-Za-z0-9_]+)")
+
+
 def _validate_columns(cols: list[FieldSchema] | None, what: str) -> None:
+    """Raises InvalidObjectException ("Invalid column type: x") as Hive's create_table does."""
     for c in cols or []:
         if not c.name:
             raise InvalidObjectException(f"{what} has a column without a name")
-        if not c.type or not c.type.strip():
-            raise InvalidObjectException(f"Invalid column type: column {c.name} has no type")
+        m = _TYPE_WORD.match(c.type or "")
+        if m is None or m.group(1).lower() not in HIVE_TYPE_NAMES:
+            raise InvalidObjectException(f"Invalid column type: {c.type}")
+
+
+def _same_partition_keys(old: list[FieldSchema], new: list[FieldSchema]) -> bool:
+    """Names and types equal in order (comments may change), as Hive's alter_table requires."""
+    return len(old) == len(new) and all(
+        a.name.lower() == b.name.lower() and a.type.lower() == b.type.lower()
+        for a, b in zip(old, new, strict=True)
+    )
 
 
 class TableMixin(CatalogBase):
@@ -344,13 +387,33 @@ class TableMixin(CatalogBase):
         table.parameters = dict(new_tbl.parameters or {})
         table.parameters.setdefault(DDL_TIME, str(now_s()))
         ttype = effective_table_type(table)
+        if old.TBL_TYPE != VIEW:
+            old_keys = [
+                FieldSchema(name=k, type=t, comment=c)
+                for k, t, c in conn.execute(
+                    sa.select(
+                        PARTITION_KEYS.c.PKEY_NAME, PARTITION_KEYS.c.PKEY_TYPE, PARTITION_KEYS.c.PKEY_COMMENT
+                    )
+                    .where(PARTITION_KEYS.c.TBL_ID == old.TBL_ID)
+                    .order_by(PARTITION_KEYS.c.INTEGER_IDX)
+                )
+            ]
+            if table.partitionKeys is None:  # not sent: unchanged
+                table.partitionKeys = old_keys
+            if not _same_partition_keys(old_keys, list(table.partitionKeys)):
+                raise InvalidOperationException("partition keys can not be changed.")
+        if table.sd is not None:
+            _validate_columns(table.sd.cols, f"table {new_name}")
         old_sd = rows.load_sds(conn, [old.SD_ID]).get(old.SD_ID) if old.SD_ID else None
         old_loc = old_sd.location if old_sd else None
         moved = None
         if table.sd is not None:
             table.sd = table.sd.__class__(**table.sd.__dict__)
             same_loc = not table.sd.location or table.sd.location == old_loc
-            if rename and old.TBL_TYPE == MANAGED and ttype != VIEW and same_loc and old_loc:
+            # As Hive: a managed table moves with a rename only when it lives at its default
+            # place (<db location>/<old name>); one created with its own LOCATION stays put.
+            at_default = old_loc == paths.join_location(old.DB_LOCATION_URI, old.TBL_NAME)
+            if rename and old.TBL_TYPE == MANAGED and ttype != VIEW and same_loc and at_default:
                 new_loc = paths.join_location(target_db.DB_LOCATION_URI, new_name)
                 if new_loc != old_loc:
                     table.sd.location = new_loc

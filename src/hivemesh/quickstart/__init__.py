@@ -61,7 +61,8 @@ def run(
     own Derby catalog, for development). ``scale``: TPC-H scale factor. ``data_dir``: holds the
     embedded metastore, the warehouse (``data_dir/warehouse``) and the files (``data_dir/tpch``).
     A second run reuses the generated files and the loaded tables. Failures are logged and
-    printed, and give 1.
+    printed, and give 1. Creates and stops its own SparkSession: call it in a process without one
+    (a job with its own session runs :func:`load_tpch` and :func:`run_queries` instead).
     """
     console = console or Console()
     data_dir = Path(data_dir).resolve()
@@ -99,9 +100,8 @@ def run(
         except Exception as e:
             log.exception("quickstart failed")
             progress.stop()
-            console.print(
-                f"[red]quickstart failed:[/red] {escape(f'{type(e).__name__}: {e}')}", highlight=False
-            )
+            first_line = (str(e).strip().splitlines() or [""])[0]
+            console.print(f"[red]quickstart failed:[/red] {escape(f'{type(e).__name__}: {first_line}')}")
             return 1
     elapsed = time.perf_counter() - started
     _print_summary(console, gen, loads, results, uri, elapsed)

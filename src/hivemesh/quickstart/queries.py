@@ -206,12 +206,12 @@ def run_query(spark: SparkSession, query: Query, database: str, views: dict[str,
     """
     try:
         hive_rows, seconds = _collect(spark, query.render({t: f"`{database}`.`{t}`" for t in TABLES}))
-    except Exception as e:  # noqa: BLE001 - any failure is this query's result
+    except Exception as e:  # any failure is this query's result
         log.error("query %s failed on the metastore tables: %s", query.name, e)
         return QueryResult(query.name, 0, 0.0, 0.0, False, f"metastore tables: {_summary(e)}")
     try:
         file_rows, files_seconds = _collect(spark, query.render(views))
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         log.error("query %s failed on the Parquet files: %s", query.name, e)
         return QueryResult(query.name, len(hive_rows), seconds, 0.0, False, f"Parquet files: {_summary(e)}")
     diff = first_difference(hive_rows, file_rows)

@@ -54,7 +54,11 @@ def quickstart_session(metastore_uri: str | None, data_dir: Path, master: str = 
 
     ``metastore_uri``: ``thrift://host:port`` of a Hive metastore; None uses Spark's own embedded
     Derby catalog in ``data_dir/derby`` (a development fallback: no Thrift metastore involved).
+    Raises RuntimeError if this process already has an active SparkSession: its metastore and
+    warehouse settings would silently win over these.
     """
+    if SparkSession.getActiveSession() is not None:
+        raise RuntimeError("a SparkSession is already active in this process; the quickstart needs its own")
     data_dir = Path(data_dir).resolve()
     level = spark_log_level()
     log4j2 = write_log4j2_config(data_dir / "spark-log4j2.properties", level)
