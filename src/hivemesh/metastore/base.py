@@ -33,9 +33,12 @@ def now_s() -> int:
     return int(time.time())
 
 
+MAX_NAME_LENGTH = 128  # DBS.NAME and the other identifier columns of Hive's schema
+
+
 def validate_name(name: str | None) -> bool:
-    """Hive's MetaStoreUtils.validateName: ASCII letters, digits and underscore only."""
-    return bool(name) and bool(_NAME.match(name))
+    """Hive's MetaStoreUtils.validateName: ASCII letters, digits and underscore, at most 128 long."""
+    return bool(name) and len(name) <= MAX_NAME_LENGTH and bool(_NAME.match(name))
 
 
 @lru_cache(maxsize=1024)

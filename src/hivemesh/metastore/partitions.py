@@ -194,7 +194,7 @@ class PartitionMixin(CatalogBase):
         MetaException (wrong number of values)."""
         with self.write() as tx:
             info = self._table_info(
-                tx.conn, self._part_db(new_part), new_part.tableName, exc=InvalidObjectException
+                tx.conn, self._part_db(new_part), new_part.tableName, exc=InvalidObjectException, lock=True
             )
             return self._add_partitions(tx, info, [new_part], False)[0]
 
@@ -215,7 +215,7 @@ class PartitionMixin(CatalogBase):
         first = new_parts[0]
         with self.write() as tx:
             info = self._table_info(
-                tx.conn, self._part_db(first), first.tableName, exc=InvalidObjectException
+                tx.conn, self._part_db(first), first.tableName, exc=InvalidObjectException, lock=True
             )
             return len(self._add_partitions(tx, info, new_parts, False))
 
@@ -223,7 +223,7 @@ class PartitionMixin(CatalogBase):
         """AddPartitionsRequest: ``ifNotExists`` skips existing ones; ``needResult`` returns the added."""
         db = f"@{request.catName}#{request.dbName}" if request.catName else request.dbName
         with self.write() as tx:
-            info = self._table_info(tx.conn, db, request.tblName, exc=InvalidObjectException)
+            info = self._table_info(tx.conn, db, request.tblName, exc=InvalidObjectException, lock=True)
             added = self._add_partitions(tx, info, request.parts or [], bool(request.ifNotExists))
         return AddPartitionsResult(partitions=added if request.needResult in (None, True) else None)
 

@@ -19,6 +19,10 @@ from hivemesh.thrift.server import ThriftServer
 log = logging.getLogger("hivemesh.metastore.service")
 
 
+class StoreUnavailable(RuntimeError):
+    """The metadata store could not be opened (unreachable, bad URL, no permission, ...)."""
+
+
 class MetastoreService:
     """A hivemesh metastore serving Thrift, in the current process.
 
@@ -45,7 +49,10 @@ class MetastoreService:
     def start(self) -> MetastoreService:
         """Open the store (creating or upgrading its schema), bind the port and serve in a thread."""
         t0 = time.perf_counter()
-        self.store = Store(self.cfg.db)
+        try:
+            self.store = Store(self.cfg.db)
+        except Exception as e:
+            raise StoreUnavailable(f"cannot open the metadata store {self.cfg.db}: {_first_line(e)}") from e
         self.handler = LocalMetastore(
             self.store, self.cfg.warehouse, {"hive.txn.timeout": str(self.cfg.txn_timeout_s)}
         )
@@ -86,6 +93,12 @@ class MetastoreService:
         self.stop()
 
 
+def _first_line(e: BaseException) -> str:
+    orig = getattr(e, "orig", None)  # SQLAlchemy wraps the driver's error; its text has no SQL
+    text = str(orig if orig is not None else e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 def tune_gc() -> None:
     """Keep the cyclic garbage collector off the hot path of a long-running server.
 
@@ -104,11 +117,11 @@ def run_forever(cfg: MetastoreConfig) -> int:
     svc = MetastoreService(cfg)
     try:
         svc.start()
+    except StoreUnavailable as e:
+        log.error("%s", e)
+        return 2
     except OSError as e:
         log.error("cannot listen on %s:%s: %s", cfg.host, cfg.port, e)
-        return 2
-    except Exception as e:
-        log.error("cannot open the metadata store %s: %s", cfg.db, e)
         return 2
     tune_gc()
     stop = threading.Event()

@@ -157,7 +157,7 @@ class StatisticsMixin(CatalogBase):
         db = f"@{desc.catName}#{desc.dbName}" if desc.catName else desc.dbName
         engine = stats.engine or DEFAULT_ENGINE
         with self.write() as tx:
-            row = self.table_row(tx.conn, db, desc.tableName)
+            row = self.table_row(tx.conn, db, desc.tableName, for_update=True)
             cols = self._column_types(tx.conn, row)
             for obj in stats.statsObj or []:
                 if obj.colName.lower() not in cols:
@@ -318,7 +318,7 @@ class StatisticsMixin(CatalogBase):
         Raises NoSuchObjectException when the table or (for one column) the statistics are missing.
         """
         with self.write() as tx:
-            row = self.table_row(tx.conn, db_name, tbl_name)
+            row = self.table_row(tx.conn, db_name, tbl_name, for_update=True)
             q = TAB_COL_STATS.delete().where(
                 TAB_COL_STATS.c.TBL_ID == row.TBL_ID, (engine or DEFAULT_ENGINE) == TAB_COL_STATS.c.ENGINE
             )
@@ -339,7 +339,7 @@ class StatisticsMixin(CatalogBase):
     ) -> bool:  # noqa: E501
         """Delete statistics of a partition's column (all columns when ``col_name`` is None)."""
         with self.write() as tx:
-            row = self.table_row(tx.conn, db_name, tbl_name)
+            row = self.table_row(tx.conn, db_name, tbl_name, for_update=True)
             pid = self._part_id(tx.conn, row.TBL_ID, part_name, self._key_names(tx.conn, row.TBL_ID))
             q = PART_COL_STATS.delete().where(
                 pid == PART_COL_STATS.c.PART_ID, (engine or DEFAULT_ENGINE) == PART_COL_STATS.c.ENGINE

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
+import sqlalchemy.pool
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
@@ -49,12 +50,17 @@ class Store:
             path = _sqlite_path(self.url)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            self.engine = sa.create_engine(
-                self.url,
-                connect_args={"check_same_thread": False, "timeout": 60},
-                pool_size=pool_size,
-                max_overflow=64,
-            )
+            if path is None:  # in-memory: one connection shared by every thread
+                self.engine = sa.create_engine(
+                    self.url, connect_args={"check_same_thread": False}, poolclass=sa.pool.StaticPool
+                )
+            else:
+                self.engine = sa.create_engine(
+                    self.url,
+                    connect_args={"check_same_thread": False, "timeout": 60},
+                    pool_size=pool_size,
+                    max_overflow=64,
+                )
             sa.event.listen(self.engine, "connect", self._sqlite_on_connect)
             sa.event.listen(self.engine, "begin", self._sqlite_on_begin)
         else:
@@ -111,8 +117,17 @@ class Store:
 
     @contextmanager
     def read(self) -> Iterator[sa.Connection]:
-        """A connection in a read transaction (a consistent view for the whole call)."""
-        with self.engine.begin() as conn:
+        """A connection in a read transaction with one snapshot for the whole call.
+
+        A read takes several queries (base rows, then child rows); PostgreSQL runs it at
+        REPEATABLE READ so that a writer committing in between cannot tear the objects it returns.
+        SQLite transactions already read one snapshot.
+        """
+        if self.dialect == "sqlite":
+            with self.engine.begin() as conn:
+                yield conn
+            return
+        with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
             yield conn
 
     def dispose(self) -> None:

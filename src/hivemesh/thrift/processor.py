@@ -48,6 +48,14 @@ def _declared_exceptions(method: str) -> tuple[type[Exception], ...]:
     return tuple(out)
 
 
+def short_error(e: BaseException) -> str:
+    """``Type: first line`` of an error; for SQLAlchemy errors the driver's message, no SQL text."""
+    orig = getattr(e, "orig", None)
+    source = orig if isinstance(orig, BaseException) else e
+    text = str(source).strip().splitlines()
+    return f"{type(source).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
 class _GuardedHandler:
     """Wraps a handler so unexpected Python errors surface as MetaException where declared."""
 
@@ -71,7 +79,7 @@ class _GuardedHandler:
             except Exception as e:
                 log.exception("%s failed", name)
                 if can_meta:
-                    raise MetaException(f"{type(e).__name__}: {e}") from e
+                    raise MetaException(short_error(e)) from e
                 raise
 
         call.__name__ = name

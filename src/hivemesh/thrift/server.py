@@ -60,12 +60,16 @@ class _StrictBinaryFactory(TBinaryProtocol.TBinaryProtocolAcceleratedFactory):
         return proto
 
 
+_CHUNK = 1024 * 1024  # largest single socket read
+
+
 class _SocketTransport(TTransport.TTransportBase, TTransport.CReadableTransport):
     """Buffered (unframed) transport over a connected socket, readable by the C codecs.
 
-    Unlike Thrift's ``TBufferedTransport`` over ``TSocket``, a long read (a 50 MB string) is received
-    into one preallocated buffer instead of by repeated ``bytes +=`` (quadratic: ~10 s of CPU for
-    100 MB, slowing every other connection). Socket errors become ``TTransportException``.
+    Unlike Thrift's ``TBufferedTransport`` over ``TSocket``, a long read (a 50 MB string) is
+    accumulated in a ``bytearray`` instead of by repeated ``bytes +=`` (quadratic: ~10 s of CPU for
+    100 MB, slowing every other connection). Memory is only taken as bytes arrive, never for a
+    length a client merely claims. Socket errors become ``TTransportException``.
     """
 
     def __init__(self, sock: socket.socket, rbuf_size: int = 64 * 1024):
@@ -90,22 +94,21 @@ class _SocketTransport(TTransport.TTransportBase, TTransport.CReadableTransport)
         return data
 
     def _recv_exact(self, size: int) -> bytes:
-        buf = bytearray(size)
-        view = memoryview(buf)
-        got = 0
-        while got < size:
+        # grows as bytes arrive (a bare length claim costs nothing) in amortised linear time
+        buf = bytearray()
+        while len(buf) < size:
             try:
-                n = self._sock.recv_into(view[got:], size - got)
+                chunk = self._sock.recv(min(size - len(buf), _CHUNK))
             except OSError as e:
                 raise TTransportException(
                     TTransportException.UNKNOWN, f"socket read failed: {e}", inner=e
                 ) from e
-            if n == 0:
+            if not chunk:
                 raise TTransportException(
                     TTransportException.END_OF_FILE,
                     "connection closed by the client in the middle of a message",
                 )
-            got += n
+            buf += chunk
         return bytes(buf)
 
     def read(self, sz: int) -> bytes:
@@ -142,7 +145,7 @@ class _SocketTransport(TTransport.TTransportBase, TTransport.CReadableTransport)
     def cstringio_refill(self, partialread: bytes, reqlen: int) -> BytesIO:
         data = partialread
         if len(data) < reqlen:
-            data += self._recv_some(max(reqlen - len(data), self._rbuf_size))
+            data += self._recv_some(min(max(reqlen - len(data), self._rbuf_size), _CHUNK))
         if len(data) < reqlen:
             data += self._recv_exact(reqlen - len(data))
         self._rbuf = BytesIO(data)
