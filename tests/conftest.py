@@ -43,14 +43,28 @@ def make_pg_database(prefix: str = "hivemesh_test") -> str:
     return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
 
 
+def drop_pg_database(url: str) -> None:
+    """Drop a database made by :func:`make_pg_database` (its connections are closed first)."""
+    import sqlalchemy as sa
+
+    name = url.rsplit("/", 1)[1]
+    eng = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with eng.connect() as c:
+        c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    eng.dispose()
+
+
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
-def backend_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A fresh metadata store URL, once for SQLite and once for PostgreSQL."""
+def backend_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh metadata store URL, once for SQLite and once for PostgreSQL (dropped afterwards)."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'metastore.db'}"
+        yield f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'metastore.db'}"
+        return
     if not postgres_available():
         pytest.skip(PG_SKIP_REASON)
-    return make_pg_database()
+    url = make_pg_database()
+    yield url
+    drop_pg_database(url)
 
 
 @pytest.fixture(scope="session")

@@ -64,10 +64,13 @@ class Store:
             sa.event.listen(self.engine, "connect", self._sqlite_on_connect)
             sa.event.listen(self.engine, "begin", self._sqlite_on_begin)
         else:
+            # PostgreSQL allows 100 connections by default for all its clients: stay well below it
+            # (a call waits for a pooled connection rather than failing).
             self.engine = sa.create_engine(
                 self.url,
-                pool_size=pool_size,
-                max_overflow=64,
+                pool_size=min(pool_size, 8),
+                max_overflow=24,
+                pool_timeout=120,
                 pool_pre_ping=True,
                 isolation_level="READ COMMITTED",
             )
