@@ -92,3 +92,4 @@ def test_metrics_endpoint_counts_calls(tmp_path: Path) -> None:
     assert 'hivemesh_thrift_calls_total{method="get_all_databases"} 3.0' in body
     assert 'hivemesh_thrift_calls_total{method="get_database"} 1.0' in body
     assert "hivemesh_thrift_call_seconds_bucket" in body
+    assert 'hivemesh_thrift_errors_total{error="NoSuchObjectException",method="get_database"} 1.0' in body

@@ -18,6 +18,8 @@ def _setup_logging(level: str) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if level.upper() != "DEBUG":  # Alembic announces every plug-in it loads at INFO
+        logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -14,7 +14,7 @@ class ServiceMetrics:
             "hivemesh_thrift_calls", "Thrift calls served", ["method"], registry=self.registry
         )
         self.errors = Counter(
-            "hivemesh_thrift_errors", "Thrift calls that ended in a transport/protocol error or unknown method",
+            "hivemesh_thrift_errors", "Thrift calls answered with an HMS exception, or ended by a transport/protocol error or unknown method",
             ["method", "error"], registry=self.registry,
         )  # fmt: skip
         self.latency = Histogram(

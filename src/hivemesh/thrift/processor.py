@@ -10,6 +10,7 @@ clients expect instead of an opaque internal error, and counts calls for metrics
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,8 @@ from hive_metastore.ttypes import MetaException
 from thrift.Thrift import TApplicationException, TMessageType, TType
 
 log = logging.getLogger("hivemesh.thrift")
+
+_outcome = threading.local()  # the HMS exception (if any) the current call answered with
 
 CallObserver = Callable[[str, float, str | None], None]
 """Called after each call with (method, seconds, error class name or None)."""
@@ -72,7 +75,8 @@ class _GuardedHandler:
         def call(*args: Any) -> Any:
             try:
                 return fn(*args)
-            except declared:
+            except declared as e:
+                _outcome.error = type(e).__name__  # answered as a result, counted as an error
                 raise
             except TApplicationException:
                 raise
@@ -112,6 +116,7 @@ class HMSProcessor(ThriftHiveMetastore.Processor):
                 self._observer(name, 0.0, "UnknownMethod")
             return None
         start = time.perf_counter()
+        _outcome.error = None
         error = None
         try:
             self._processMap[name](self, seqid, iprot, oprot)
@@ -120,5 +125,5 @@ class HMSProcessor(ThriftHiveMetastore.Processor):
             raise
         finally:
             if self._observer:
-                self._observer(name, time.perf_counter() - start, error)
+                self._observer(name, time.perf_counter() - start, error or _outcome.error)
         return True
