@@ -40,11 +40,15 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.support.servers import HivemeshProcess
 from tests.support.spark_reference import SPARK_MASTER, SPARK_TEST_CONF, driver_java_options, write_log4j2
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["SparkMetastore", "spark", "spark_metastore", "spark_store_url"]
 
@@ -101,19 +105,12 @@ def spark_store_url(
         pytest.skip(conftest.PG_SKIP_REASON)
     url = conftest.make_pg_database("hivemesh_spark")
     yield url
-    import sqlalchemy as sa
-
-    eng = sa.create_engine(conftest.PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    try:
-        with eng.connect() as c:
-            c.execute(sa.text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
-    finally:
-        eng.dispose()
+    conftest.drop_pg_database(url)
 
 
 @pytest.fixture(scope="session")
 def spark_metastore(
-    request: pytest.FixtureRequest, spark_store_url: str, tmp_path_factory: pytest.TempPathFactory
+    spark_store_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[SparkMetastore]:
     """The running ``hivemesh metastore`` (metrics on) that the ``spark`` fixture's session uses."""
     backend = "sqlite" if spark_store_url.startswith("sqlite") else "postgres"
@@ -137,12 +134,12 @@ def _stop_active_session() -> None:
         SparkContext._active_spark_context.stop()
 
 
-def _check_bound(spark: object, metastore: SparkMetastore) -> None:
+def _check_bound(spark: SparkSession, metastore: SparkMetastore) -> None:
     """Raise unless ``spark``'s Hive client really calls ``metastore`` (see the module docstring)."""
     before = metastore.calls().get("get_database", 0.0)
-    exists = spark.catalog.databaseExists("default")  # type: ignore[attr-defined]
+    exists = spark.catalog.databaseExists("default")
     after = metastore.calls().get("get_database", 0.0)
-    conf_uri = spark.sparkContext._jsc.hadoopConfiguration().get("hive.metastore.uris")  # type: ignore[attr-defined]
+    conf_uri = spark.sparkContext._jsc.hadoopConfiguration().get("hive.metastore.uris")
     if not exists or after <= before or conf_uri != metastore.uri:
         raise RuntimeError(
             f"the SparkSession is not bound to {metastore.uri} (hive.metastore.uris={conf_uri}, "
@@ -151,7 +148,9 @@ def _check_bound(spark: object, metastore: SparkMetastore) -> None:
 
 
 @pytest.fixture(scope="session")
-def spark(spark_metastore: SparkMetastore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def spark(
+    spark_metastore: SparkMetastore, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SparkSession]:
     """A SparkSession with Hive support on ``spark_metastore`` (one per backend, same JVM).
 
     Settings: ``tests.support.spark_reference.SPARK_TEST_CONF`` (local[2], 2 shuffle partitions, UI

@@ -757,16 +757,12 @@ STEPS: list[Step] = [
     Step(
         "get_partition after alter_partition",
         lambda t: t.client.get_partition(DB, "sales", ["2023", "eu", "1"]).parameters,
-        expected_difference=FAST_STATS,
-        hivemesh_from_java=_without("numFiles", "totalSize"),
     ),
     Step("alter_partition missing", lambda t: t.client.alter_partition(DB, "sales", _part([1999, "eu", 1]))),
     Step("alter_partitions", _alter_partitions),
     Step(
         "get_partitions_by_names after alter_partitions",
         _partition_params([SALES_PARTS[0], "year=2024/region=eu/month=1"]),
-        expected_difference=FAST_STATS,
-        hivemesh_from_java=_without("numFiles", "totalSize"),
     ),
     Step("rename_partition", _rename_partition),
     Step(
@@ -779,8 +775,6 @@ STEPS: list[Step] = [
     Step(
         "get_partition renamed",
         lambda t: t.client.get_partition(DB, "sales", ["2025", "apac", "12"]),
-        expected_difference=FAST_STATS,
-        hivemesh_from_java=_without("numFiles", "totalSize"),
     ),
     Step(
         "rename_partition missing",
@@ -930,8 +924,6 @@ STEPS: list[Step] = [
     Step(
         "get_partition parameters after statistics update",
         _partition_params([SALES_PARTS[0]]),
-        expected_difference=FAST_STATS,
-        hivemesh_from_java=_without("numFiles", "totalSize"),
     ),
     Step("get_partitions_statistics_req", _partitions_stats),
     Step(
@@ -990,13 +982,6 @@ STEPS: list[Step] = [
     Step(
         "get_table after alter",
         lambda t: t.client.get_table(DB, "events"),
-        expected_difference=(
-            f"{FAST_STATS}; and because Hive 2.3 recomputes those basic statistics on such an alter_table "
-            "it also drops COLUMN_STATS_ACCURATE, while hivemesh keeps the parameters the client sends"
-        ),
-        hivemesh_from_java=_with_param(
-            "COLUMN_STATS_ACCURATE", '{"COLUMN_STATS":{"id":"true"}}', "numFiles", "totalSize"
-        ),
     ),
     Step("alter_table missing", lambda t: t.client.alter_table(DB, "nope", _table("nope")), message=True),
     Step(
@@ -1014,8 +999,6 @@ STEPS: list[Step] = [
     Step(
         "get_table renamed",
         lambda t: t.client.get_table(DB, "events_v2"),
-        expected_difference=FAST_STATS,
-        hivemesh_from_java=_without("numFiles", "totalSize"),
     ),
     Step("get_table old name", lambda t: t.client.get_table(DB, "events")),
     Step(
@@ -1030,8 +1013,6 @@ STEPS: list[Step] = [
     Step(
         "get_table moved",
         lambda t: t.client.get_table(DB2, "events_moved"),
-        expected_difference=FAST_STATS,
-        hivemesh_from_java=_without("numFiles", "totalSize"),
     ),
     Step("alter_table rename external", lambda t: _rename(t, DB, "ext_logs", DB, "ext_logs2")),
     Step(
@@ -1078,8 +1059,6 @@ STEPS: list[Step] = [
     Step(
         "get_partitions after table rename",
         lambda t: t.client.get_partitions(DB, "sales_r", -1),
-        expected_difference=FAST_STATS,
-        hivemesh_from_java=_without("numFiles", "totalSize"),
     ),
     # ----------------------------------------------------------------------- config, unknown method
     Step(

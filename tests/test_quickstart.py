@@ -1,22 +1,21 @@
 """The quickstart: TPC-H generation, loading into Hive ORC tables, queries checked against the files.
 
-The Spark tests share one SparkSession for the whole test session, pointed at an embedded hivemesh
-metastore on SQLite (fixture ``spark``), and TPC-H at scale 0.01.
+The Spark tests use the suite's shared SparkSession (fixture ``spark`` from tests/spark_fixtures.py,
+a hivemesh metastore on SQLite and on PostgreSQL), and TPC-H at scale 0.01.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
@@ -34,46 +33,6 @@ SCALE = 0.01
 def tpch_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """TPC-H sf0.01 as Parquet, generated once per test session."""
     return generate(SCALE, tpch.scale_dir(tmp_path_factory.mktemp("quickstart"), SCALE)).directory
-
-
-@pytest.fixture(scope="session")
-def spark_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """An in-process hivemesh metastore on SQLite for the shared SparkSession: (uri, warehouse)."""
-    from hivemesh.config import MetastoreConfig
-    from hivemesh.metastore.service import MetastoreService
-
-    base = tmp_path_factory.mktemp("spark-metastore")
-    warehouse = base / "warehouse"
-    cfg = MetastoreConfig(port=0, db=f"sqlite:///{base / 'metastore.db'}", warehouse=str(warehouse))
-    service = MetastoreService(cfg).start()
-    try:
-        yield service.uri, warehouse
-    finally:
-        service.stop()
-
-
-@pytest.fixture(scope="session")
-def spark(spark_metastore: tuple[str, Path]) -> Iterator:
-    """The test session's one SparkSession (local[2]), its catalog the ``spark_metastore``."""
-    import hivemesh.spark
-
-    uri, warehouse = spark_metastore
-    session = hivemesh.spark.session(
-        uri,
-        warehouse=str(warehouse),
-        app_name="hivemesh-tests",
-        master="local[2]",
-        **{
-            "spark.sql.shuffle.partitions": "4",
-            "spark.default.parallelism": "4",
-            "spark.ui.showConsoleProgress": "false",
-        },
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 @pytest.fixture(scope="session")
@@ -163,6 +122,37 @@ def test_queries_are_named_and_render_for_both_sides() -> None:
         assert any(re.search(pattern, q.sql) for q in QUERIES), f"no query filters on {column}"
 
 
+def test_results_are_printed_with_marks() -> None:
+    from rich.console import Console
+
+    from hivemesh.quickstart.queries import QueryResult
+    from hivemesh.quickstart.report import print_results
+
+    console = Console(file=io.StringIO(), width=120, color_system=None)
+    print_results(
+        console,
+        [
+            QueryResult("good", 4, 0.5, 0.4, True),
+            QueryResult("bad", 3, 0.25, 0.2, False, "row 0 column 1: [1] vs [2]"),
+        ],
+    )
+    out = console.file.getvalue()
+    assert "good" in out and "✓" in out and "✗" in out and "0.25" in out
+    assert "row 0 column 1: [1] vs [2]" in out  # not swallowed as markup
+    assert "1/2 queries match" in out
+
+
+def test_run_reports_a_failure_and_returns_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    from hivemesh.quickstart import run
+
+    monkeypatch.setattr(tpch, "tpchgen_executable", lambda: "false")
+    console = Console(file=io.StringIO(), width=120, color_system=None)
+    assert run(None, SCALE, tmp_path, console=console) == 1
+    assert "quickstart failed: GenerationError: tpchgen-cli exited with 1" in console.file.getvalue()
+
+
 # --------------------------------------------------------------------------- Spark: load and query
 
 
@@ -172,8 +162,7 @@ def test_load_creates_partitioned_hive_orc_tables(
 ) -> None:
     from tests.support.servers import ThriftClient
 
-    uri = urlparse(spark_metastore[0])
-    with ThriftClient(uri.hostname, uri.port) as hms:
+    with ThriftClient(spark_metastore.host, spark_metastore.port) as hms:
         for table in TABLES:
             t = hms.get_table(tpch_db, table)
             assert t.tableType == "MANAGED_TABLE", table

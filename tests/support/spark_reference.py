@@ -25,7 +25,9 @@ import base64
 import datetime as dt
 import decimal
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -136,6 +138,20 @@ def run_statements(spark: Any, statements: Sequence[str], params: Mapping[str, s
     ``sql`` is the template as given; ``seconds`` the statement's run time (informative only). Rows keep Spark's order (the caller sorts when order is not
     part of the result). A failing statement does not stop the script.
     """
+    from pyspark.logger import PySparkLogger
+
+    # PySpark logs every failing SQL statement (with its Java stack) at ERROR; expected errors are
+    # part of the scripts, and each result keeps the error's kind and first message line anyway.
+    error_log = PySparkLogger.getLogger("SQLQueryContextLogger")
+    level = error_log.level
+    error_log.setLevel(logging.CRITICAL)
+    try:
+        return _run(spark, statements, params)
+    finally:
+        error_log.setLevel(level)
+
+
+def _run(spark: Any, statements: Sequence[str], params: Mapping[str, str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for template in statements:
         sql = _substitute(template, params)
@@ -143,7 +159,11 @@ def run_statements(spark: Any, statements: Sequence[str], params: Mapping[str, s
         try:
             df = spark.sql(sql)
             rows = [jsonable(r) for r in df.collect()]
-            result = {"sql": template, "columns": list(df.columns), "rows": _normalize(rows, params)}
+            result = {
+                "sql": template,
+                "columns": _normalize(list(df.columns), params),
+                "rows": _normalize(rows, params),
+            }
         except Exception as e:  # a Py4J/Spark error: record its kind, keep going
             result = {"sql": template, "error": error_name(e), "message": str(e).splitlines()[0][:500]}
         result["seconds"] = round(time.perf_counter() - started, 3)
@@ -163,6 +183,7 @@ def reference_session(workdir: Path) -> Any:
         SparkSession.builder.appName("hivemesh-spark-reference")
         .master(SPARK_MASTER)
         .config("spark.sql.catalogImplementation", "hive")
+        .config("spark.hadoop.hive.metastore.uris", "")  # no Thrift: Spark's in-process metastore
         .config("spark.sql.warehouse.dir", (workdir / "warehouse").resolve().as_uri())
         .config(
             "spark.hadoop.javax.jdo.option.ConnectionURL",
@@ -218,6 +239,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the child gets SIGKILL when pytest dies (its JVM follows: PySpark's gateway exits on
+    stdin EOF)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
 class SparkScriptRun:
     """:func:`run_statements` in a new Python process (its own JVM), started now, awaited later.
 
@@ -251,7 +283,13 @@ class SparkScriptRun:
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         self._output = open(self.output_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in results()
         self.proc = subprocess.Popen(
-            self.cmd, cwd=self.workdir, env=env, stdout=self._output, stderr=subprocess.STDOUT, text=True
+            self.cmd,
+            cwd=self.workdir,
+            env=env,
+            stdout=self._output,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         self._results: list[dict[str, Any]] | None = None
 

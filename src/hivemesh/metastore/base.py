@@ -55,6 +55,12 @@ def matches_pattern(name: str, pattern: str | None) -> bool:
     return _pattern_regex(pattern).fullmatch(name) is not None
 
 
+def env_props(environment_context: object) -> dict[str, str]:
+    """An EnvironmentContext's properties (empty when the context is absent)."""
+    props = getattr(environment_context, "properties", None) if environment_context is not None else None
+    return dict(props or {})
+
+
 @dataclass
 class Tx:
     """An open write transaction: the connection, and file-system work to run after it commits."""

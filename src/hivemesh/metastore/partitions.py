@@ -21,8 +21,8 @@ from hive_metastore.ttypes import (
     StorageDescriptor,
 )
 
-from hivemesh.metastore import partition_filter, paths, rows
-from hivemesh.metastore.base import CatalogBase, Tx, now_s
+from hivemesh.metastore import fast_stats, partition_filter, paths, rows
+from hivemesh.metastore.base import CatalogBase, Tx, env_props, now_s
 from hivemesh.metastore.schema import (
     PARTITION_KEY_VALS,
     PARTITION_KEYS,
@@ -129,7 +129,12 @@ class PartitionMixin(CatalogBase):
         return name, p
 
     def _add_partitions(
-        self, tx: Tx, info: _TableInfo, parts: Sequence[Partition], if_not_exists: bool
+        self,
+        tx: Tx,
+        info: _TableInfo,
+        parts: Sequence[Partition],
+        if_not_exists: bool,
+        env: dict[str, str] | None = None,
     ) -> list[Partition]:
         conn = tx.conn
         table_sd = None
@@ -161,6 +166,10 @@ class PartitionMixin(CatalogBase):
         new_parts = [prepared[n] for n in names]
         if not new_parts:
             return []
+        for p in new_parts:  # Hive's fast stats for partitions added over existing directories
+            if fast_stats.require_cal_stats(env, False, None, p.parameters, partition=True):
+                loc = p.sd.location if p.sd else None
+                fast_stats.update_fast(p.parameters, loc, env, new_dir=not paths.exists(loc), force=False)
         sd_ids = rows.insert_sds(conn, [p.sd for p in new_parts], shared_cd=self._table_cd(conn, info))
         part_rows = [
             {
@@ -201,8 +210,12 @@ class PartitionMixin(CatalogBase):
     def add_partition_with_environment_context(
         self, new_part: Partition, environment_context: Any
     ) -> Partition:
-        """:meth:`add_partition`."""
-        return self.add_partition(new_part)
+        """:meth:`add_partition`; ``DO_NOT_UPDATE_STATS``/``STATS_GENERATED`` are honoured."""
+        with self.write() as tx:
+            info = self._table_info(
+                tx.conn, self._part_db(new_part), new_part.tableName, exc=InvalidObjectException, lock=True
+            )
+            return self._add_partitions(tx, info, [new_part], False, env_props(environment_context))[0]
 
     def append_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Partition:
         """Add a partition by its values with the table's storage descriptor and default location."""
@@ -454,7 +467,9 @@ class PartitionMixin(CatalogBase):
         return dict(self._lenient_spec(part_name))
 
     # ---------------------------------------------------------------- alter / rename
-    def _alter_partitions(self, db_name: str, tbl_name: str, new_parts: Sequence[Partition]) -> None:
+    def _alter_partitions(
+        self, db_name: str, tbl_name: str, new_parts: Sequence[Partition], env: dict[str, str] | None = None
+    ) -> None:
         with self.write() as tx:
             conn = tx.conn
             try:
@@ -481,11 +496,24 @@ class PartitionMixin(CatalogBase):
                 .all()
             )
             parts = list(by_name.values())
-            for p in parts:
+            old_fast: dict[int, dict[str, str]] = {}
+            for pid, k, v in conn.execute(
+                sa.select(
+                    PARTITION_PARAMS.c.PART_ID, PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE
+                ).where(
+                    PARTITION_PARAMS.c.PART_ID.in_(ids),
+                    PARTITION_PARAMS.c.PARAM_KEY.in_(fast_stats.FAST_STATS),
+                )
+            ):
+                old_fast.setdefault(pid, {})[k] = v
+            for pid, p in zip(ids, parts, strict=True):
                 p.parameters = dict(p.parameters or {})
                 p.parameters.setdefault(DDL_TIME, str(now_s()))
                 if p.sd is not None and p.sd.location:
                     p.sd = StorageDescriptor(**p.sd.__dict__)
+                if fast_stats.require_cal_stats(env, False, old_fast.get(pid), p.parameters, partition=True):
+                    loc = p.sd.location if p.sd else None
+                    fast_stats.update_fast(p.parameters, loc, env, new_dir=False, force=True)
             new_sd_ids = rows.insert_sds(
                 conn, [p.sd or StorageDescriptor() for p in parts], shared_cd=self._table_cd(conn, info)
             )
@@ -511,8 +539,8 @@ class PartitionMixin(CatalogBase):
     def alter_partition_with_environment_context(
         self, db_name: str, tbl_name: str, new_part: Partition, environment_context: Any
     ) -> None:
-        """:meth:`alter_partition`."""
-        self._alter_partitions(db_name, tbl_name, [new_part])
+        """:meth:`alter_partition`; ``DO_NOT_UPDATE_STATS``/``STATS_GENERATED`` are honoured."""
+        self._alter_partitions(db_name, tbl_name, [new_part], env_props(environment_context))
 
     def alter_partitions(self, db_name: str, tbl_name: str, new_parts: list[Partition]) -> None:
         """Alter many partitions in one transaction."""
@@ -521,13 +549,13 @@ class PartitionMixin(CatalogBase):
     def alter_partitions_with_environment_context(
         self, db_name: str, tbl_name: str, new_parts: list[Partition], environment_context: Any
     ) -> None:
-        """:meth:`alter_partitions`."""
-        self._alter_partitions(db_name, tbl_name, new_parts or [])
+        """:meth:`alter_partitions`; ``DO_NOT_UPDATE_STATS``/``STATS_GENERATED`` are honoured."""
+        self._alter_partitions(db_name, tbl_name, new_parts or [], env_props(environment_context))
 
     def alter_partitions_req(self, req: Any) -> AlterPartitionsResponse:
         """Hive 4 AlterPartitionsRequest form."""
         db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
-        self._alter_partitions(db, req.tableName, req.partitions or [])
+        self._alter_partitions(db, req.tableName, req.partitions or [], env_props(req.environmentContext))
         return AlterPartitionsResponse()
 
     def rename_partition(
@@ -569,13 +597,24 @@ class PartitionMixin(CatalogBase):
                     for i, v in enumerate(new_part.values)
                 ],
             )
+            cur_loc = old_loc
             if info.managed and info.location and old_loc == paths.join_location(info.location, old_name):
-                new_loc = paths.join_location(info.location, new_name)
-                conn.execute(SDS.update().where(SDS.c.SD_ID == row.SD_ID).values(LOCATION=new_loc))
-                paths.move_dir(old_loc, new_loc)
-            if new_part.parameters is not None:
-                conn.execute(PARTITION_PARAMS.delete().where(PARTITION_PARAMS.c.PART_ID == row.PART_ID))
-                rows.insert_params(conn, PARTITION_PARAMS, "PART_ID", [(row.PART_ID, new_part.parameters)])
+                cur_loc = paths.join_location(info.location, new_name)
+                conn.execute(SDS.update().where(SDS.c.SD_ID == row.SD_ID).values(LOCATION=cur_loc))
+            old_params = dict(
+                conn.execute(
+                    sa.select(PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE).where(
+                        PARTITION_PARAMS.c.PART_ID == row.PART_ID
+                    )
+                ).all()
+            )
+            params = dict(new_part.parameters) if new_part.parameters is not None else dict(old_params)
+            if fast_stats.require_cal_stats(None, False, old_params, params, partition=True):
+                fast_stats.update_fast(params, old_loc, None, new_dir=False, force=True)
+            conn.execute(PARTITION_PARAMS.delete().where(PARTITION_PARAMS.c.PART_ID == row.PART_ID))
+            rows.insert_params(conn, PARTITION_PARAMS, "PART_ID", [(row.PART_ID, params)])
+            if cur_loc != old_loc:  # last: the directory moves only when everything else succeeded
+                paths.move_dir(old_loc, cur_loc)
 
     # ---------------------------------------------------------------- drop
     def _delete_partition_rows(self, conn: sa.Connection, part_ids: sa.Select | list[int]) -> None:

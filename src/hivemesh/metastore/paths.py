@@ -173,3 +173,45 @@ def is_subdir(child: str | None, parent: str | None) -> bool:
         return False
     p = parent.rstrip("/")
     return child == p or child.startswith(p + "/")
+
+
+def exists(location: str | None) -> bool:
+    """True when the location exists on a file system hivemesh can reach."""
+    if not location:
+        return False
+    target = _fs_and_path(location)
+    if target is None:
+        return False
+    fs, path = target
+    try:
+        return fs.get_file_info(path).type != pafs.FileType.NotFound
+    except OSError:
+        return False
+
+
+def quick_stats(location: str | None) -> tuple[int, int] | None:
+    """``(number of files, total bytes)`` below a location, recursively, leaving out hidden
+    entries (names starting with ``_`` or ``.`` at any level, as Hive's HIDDEN_FILES_PATH_FILTER);
+    None when the storage cannot be listed."""
+    if not location:
+        return None
+    target = _fs_and_path(location)
+    if target is None:
+        return None
+    fs, path = target
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    except OSError as e:
+        log.warning("could not list %s: %s", location, e)
+        return None
+    base = path.rstrip("/") + "/"
+    files = size = 0
+    for info in infos:
+        if info.type != pafs.FileType.File:
+            continue
+        rel = info.path[len(base) :] if info.path.startswith(base) else info.base_name
+        if any(part.startswith(("_", ".")) for part in rel.split("/")):
+            continue
+        files += 1
+        size += info.size or 0
+    return files, size

@@ -19,9 +19,9 @@ from hive_metastore.ttypes import (
     TableMeta,
 )
 
-from hivemesh.metastore import paths, rows
-from hivemesh.metastore.base import CatalogBase, Tx, matches_pattern, now_s, validate_name
-from hivemesh.metastore.schema import DBS, PARTITION_KEYS, PARTITIONS, SDS, TABLE_PARAMS, TBLS
+from hivemesh.metastore import fast_stats, paths, rows
+from hivemesh.metastore.base import CatalogBase, Tx, env_props, matches_pattern, now_s, validate_name
+from hivemesh.metastore.schema import DBS, PARTITION_KEYS, PARTITIONS, SDS, TAB_COL_STATS, TABLE_PARAMS, TBLS
 from hivemesh.thrift.names import parse_db_name
 
 MANAGED, EXTERNAL, VIEW = "MANAGED_TABLE", "EXTERNAL_TABLE", "VIRTUAL_VIEW"
@@ -147,7 +147,7 @@ class TableMixin(CatalogBase):
                 ],
             )
 
-    def create_table(self, tbl: Table) -> None:
+    def create_table(self, tbl: Table, env: dict[str, str] | None = None) -> None:
         """Create a table or view.
 
         A managed table without a location gets ``<db location>/<name>``; the directory of a
@@ -186,16 +186,22 @@ class TableMixin(CatalogBase):
                     sd.location = paths.join_location(db_row.DB_LOCATION_URI, table.tableName)
                 table.sd = sd
                 loc = sd.location
+                # Hive's fast stats: a table created over an existing directory gets its file
+                # count and size; a new directory is created empty after the commit.
+                if fast_stats.require_cal_stats(env, is_view=False):
+                    fast_stats.update_fast(
+                        table.parameters, loc, env, new_dir=not paths.exists(loc), force=False
+                    )
                 tx.after_commit.append(lambda: paths.make_dirs(loc))
             self._insert_table(tx, db_row, table)
 
     def create_table_with_environment_context(self, tbl: Table, environment_context: Any) -> None:
-        """:meth:`create_table` (the environment context is not used)."""
-        self.create_table(tbl)
+        """:meth:`create_table`; ``DO_NOT_UPDATE_STATS``/``STATS_GENERATED`` are honoured."""
+        self.create_table(tbl, env_props(environment_context))
 
     def create_table_req(self, request: Any) -> None:
         """Hive 4 CreateTableRequest form of :meth:`create_table` (constraints are not kept)."""
-        self.create_table(request.table)
+        self.create_table(request.table, env_props(request.envContext))
 
     # ---------------------------------------------------------------- get
     def _tables(self, conn: sa.Connection, db: str, names: list[str] | None) -> list[Table]:
@@ -321,29 +327,33 @@ class TableMixin(CatalogBase):
         under its new name (partition locations below it follow). Raises InvalidOperationException
         (missing table, missing target database, target exists), InvalidObjectException (bad name).
         """
-        self._alter_table(dbname, tbl_name, new_tbl, cascade=False)
+        self._alter_table(dbname, tbl_name, new_tbl, {}, cascade=False)
 
     def alter_table_with_environment_context(
         self, dbname: str, tbl_name: str, new_tbl: Table, environment_context: Any
     ) -> None:
         """:meth:`alter_table`; ``CASCADE=true`` in the context also changes partition columns."""
-        props = (environment_context.properties or {}) if environment_context else {}
-        self._alter_table(dbname, tbl_name, new_tbl, cascade=str(props.get("CASCADE", "")).lower() == "true")
+        props = env_props(environment_context)
+        self._alter_table(
+            dbname, tbl_name, new_tbl, props, cascade=props.get("CASCADE", "").lower() == "true"
+        )
 
     def alter_table_with_cascade(self, dbname: str, tbl_name: str, new_tbl: Table, cascade: bool) -> None:
         """:meth:`alter_table`; with ``cascade`` partition columns follow the table's."""
-        self._alter_table(dbname, tbl_name, new_tbl, cascade=bool(cascade))
+        self._alter_table(dbname, tbl_name, new_tbl, {}, cascade=bool(cascade))
 
     def alter_table_req(self, req: Any) -> AlterTableResponse:
         """Hive 4 AlterTableRequest form."""
         db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
-        props = (req.environmentContext.properties or {}) if req.environmentContext else {}
+        props = env_props(req.environmentContext)
         self._alter_table(
-            db, req.tableName, req.table, cascade=str(props.get("CASCADE", "")).lower() == "true"
+            db, req.tableName, req.table, props, cascade=props.get("CASCADE", "").lower() == "true"
         )
         return AlterTableResponse()
 
-    def _alter_table(self, dbname: str, tbl_name: str, new_tbl: Table, cascade: bool) -> None:
+    def _alter_table(
+        self, dbname: str, tbl_name: str, new_tbl: Table, env: dict[str, str], cascade: bool
+    ) -> None:
         if new_tbl is None:
             raise InvalidOperationException("New table is null")
         if not validate_name(new_tbl.tableName):
@@ -351,15 +361,17 @@ class TableMixin(CatalogBase):
         moved: tuple[str, str] | None = None
         try:
             with self.write() as tx:
-                moved = self._alter_table_tx(tx, dbname, tbl_name, new_tbl, cascade)
+                moved = self._alter_table_tx(tx, dbname, tbl_name, new_tbl, env, cascade)
         except Exception:
             if moved is not None:
                 paths.move_dir(moved[1], moved[0])
             raise
 
     def _alter_table_tx(
-        self, tx: Tx, dbname: str, tbl_name: str, new_tbl: Table, cascade: bool
+        self, tx: Tx, dbname: str, tbl_name: str, new_tbl: Table, env: dict[str, str], cascade: bool
     ) -> tuple[str, str] | None:
+        """Apply the change; returns the directory move done last, for the caller to undo if the
+        commit fails."""
         conn = tx.conn
         try:
             old = self.table_row(conn, dbname, tbl_name, for_update=True)
@@ -406,7 +418,7 @@ class TableMixin(CatalogBase):
             _validate_columns(table.sd.cols, f"table {new_name}")
         old_sd = rows.load_sds(conn, [old.SD_ID]).get(old.SD_ID) if old.SD_ID else None
         old_loc = old_sd.location if old_sd else None
-        moved = None
+        pending_move = None
         if table.sd is not None:
             table.sd = table.sd.__class__(**table.sd.__dict__)
             same_loc = not table.sd.location or table.sd.location == old_loc
@@ -418,10 +430,19 @@ class TableMixin(CatalogBase):
                 if new_loc != old_loc:
                     table.sd.location = new_loc
                     self._relocate_partitions(conn, old.TBL_ID, old_loc, new_loc)
-                    if paths.move_dir(old_loc, new_loc):
-                        moved = (old_loc, new_loc)
+                    pending_move = (old_loc, new_loc)
             elif not table.sd.location:
                 table.sd.location = old_loc
+        if not table.partitionKeys and ttype != VIEW and fast_stats.require_cal_stats(env, is_view=False):
+            # Hive recomputes an unpartitioned table's fast stats on every alter (from the
+            # directory as it will be after a move); partitions keep their own.
+            listed = pending_move[0] if pending_move else (table.sd.location if table.sd else None)
+            fast_stats.update_fast(table.parameters, listed, env, new_dir=False, force=True)
+        if rename:  # Hive re-writes the statistics under the new name, marking them accurate again
+            with_stats = conn.execute(
+                sa.select(TAB_COL_STATS.c.COLUMN_NAME).where(TAB_COL_STATS.c.TBL_ID == old.TBL_ID)
+            ).scalars()
+            fast_stats.mark_columns_accurate(table.parameters, sorted(set(with_stats)))
         # replace the definition
         cols_changed = (
             old_sd is not None
@@ -450,7 +471,9 @@ class TableMixin(CatalogBase):
             )
             conn.execute(SDS.update().where(SDS.c.SD_ID.in_(part_sds)).values(CD_ID=cd))
             rows.delete_unused_cds(conn, old_cds)
-        return moved
+        if pending_move is not None and paths.move_dir(*pending_move):
+            return pending_move
+        return None
 
     @staticmethod
     def _relocate_partitions(conn: sa.Connection, tbl_id: int, old_loc: str, new_loc: str) -> None:

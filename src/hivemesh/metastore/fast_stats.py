@@ -1,0 +1,107 @@
+"""Hive's "fast stats": ``numFiles`` and ``totalSize`` kept in table and partition parameters.
+
+The Java HMS (``hive.stats.autogather``, on by default) lists a table's or partition's files when
+it is created over an existing directory, added, or altered, and stores the count and total size;
+Spark reads ``totalSize`` as the size of a Hive table it has not analysed (and so decides on
+broadcast joins). Rules follow Hive 2.3 MetaStoreUtils.requireCalStats / updateTableStatsFast /
+updatePartitionStatsFast and StatsSetupConst.setBasicStatsState.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from hivemesh.metastore import paths
+
+NUM_FILES, TOTAL_SIZE = "numFiles", "totalSize"
+FAST_STATS = (NUM_FILES, TOTAL_SIZE)
+DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
+STATS_GENERATED = "STATS_GENERATED"
+COLUMN_STATS_ACCURATE = "COLUMN_STATS_ACCURATE"
+
+
+def _true(value: str | None) -> bool:
+    return str(value).lower() == "true"
+
+
+def require_cal_stats(
+    env: Mapping[str, str] | None,
+    is_view: bool,
+    old_params: Mapping[str, str] | None = None,
+    new_params: Mapping[str, str] | None = None,
+    partition: bool = False,
+) -> bool:
+    """Whether the fast stats must be (re)computed for this change (Hive's requireCalStats).
+
+    ``env``: the call's EnvironmentContext properties. For a table pass ``partition=False``; for a
+    partition pass its old parameters (None when it is new) and new parameters.
+    """
+    env = env or {}
+    if _true(env.get(DO_NOT_UPDATE_STATS)) or is_view:
+        return False
+    if not partition:
+        return True
+    if new_params is None or not all(k in new_params for k in FAST_STATS):
+        return True
+    if env.get(STATS_GENERATED) in ("TASK", "USER"):
+        return True
+    old = old_params or {}
+    return any(old.get(k) != new_params.get(k) for k in FAST_STATS)
+
+
+def update_fast(
+    params: dict[str, str], location: str | None, env: Mapping[str, str] | None, new_dir: bool, force: bool
+) -> None:
+    """Set ``numFiles``/``totalSize`` in ``params`` from a listing of ``location`` (in place).
+
+    Nothing happens for a directory the metastore is about to create (``new_dir``), when the
+    parameters already hold both values and ``force`` is off, or when the storage cannot be listed.
+    A ``DO_NOT_UPDATE_STATS`` parameter is removed and honoured. After a listing, the basic
+    statistics are marked accurate only when the engine says it computed them (``STATS_GENERATED``
+    = ``TASK``); otherwise ``COLUMN_STATS_ACCURATE`` is dropped, as Hive 2.3 does.
+    """
+    marker = params.pop(DO_NOT_UPDATE_STATS, None)
+    if _true(marker):
+        return
+    if not force and all(k in params for k in FAST_STATS):
+        return
+    if new_dir:
+        return
+    stats = paths.quick_stats(location)
+    if stats is None:
+        return
+    params[NUM_FILES], params[TOTAL_SIZE] = str(stats[0]), str(stats[1])
+    if (env or {}).get(STATS_GENERATED) == "TASK":
+        _set_basic_stats_accurate(params)
+    else:
+        params.pop(COLUMN_STATS_ACCURATE, None)
+
+
+def _load_state(params: Mapping[str, str]) -> dict:
+    try:
+        state = json.loads(params.get(COLUMN_STATS_ACCURATE) or "{}")
+    except ValueError:
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _store_state(params: dict[str, str], state: dict) -> None:
+    params[COLUMN_STATS_ACCURATE] = json.dumps({k: state[k] for k in sorted(state)}, separators=(",", ":"))
+
+
+def _set_basic_stats_accurate(params: dict[str, str]) -> None:
+    state = _load_state(params)
+    state["BASIC_STATS"] = "true"
+    _store_state(params, state)
+
+
+def mark_columns_accurate(params: dict[str, str], columns: list[str]) -> None:
+    """Add ``columns`` to ``COLUMN_STATS`` of the ``COLUMN_STATS_ACCURATE`` parameter (in place)."""
+    if not columns:
+        return
+    state = _load_state(params)
+    cols = dict(state.get("COLUMN_STATS") or {})
+    cols.update({c: "true" for c in columns})
+    state["COLUMN_STATS"] = dict(sorted(cols.items()))
+    _store_state(params, state)
