@@ -197,6 +197,7 @@ def test_queries_on_metastore_tables_match_the_files(spark, tpch_db: str, tpch_f
     from hivemesh.quickstart import run_queries
 
     results = run_queries(spark, tpch_db, tpch_files)
+    assert not [t for t in spark.catalog.listTables() if t.isTemporary]  # its file views are dropped
     assert [r.name for r in results] == [q.name for q in QUERIES]
     failed = {r.name: r.detail for r in results if not r.match}
     assert not failed
@@ -218,6 +219,8 @@ def test_a_differing_result_is_reported(spark, tpch_db: str, tpch_files: Path) -
     broken = Query("broken", "a failing query", "SELECT no_such_column FROM {nation}")
     result = run_query(spark, broken, tpch_db, views)
     assert not result.match and "metastore tables" in (result.detail or "")
+    for view in [*views.values(), "tpch_files_nation_short"]:  # leave the shared session clean
+        spark.catalog.dropTempView(view)
 
 
 # --------------------------------------------------------------------------- the command

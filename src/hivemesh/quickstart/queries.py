@@ -233,7 +233,12 @@ def run_queries(
 ) -> list[QueryResult]:
     """Run every query on the tables of ``database`` and on the Parquet files in ``files_dir``.
 
-    The file side uses temporary views (no metastore); see :func:`run_query`.
+    The file side uses temporary views (no metastore; see :func:`run_query`), dropped afterwards so
+    the caller's session is left as it was.
     """
     views = register_file_views(spark, files_dir)
-    return [run_query(spark, q, database, views) for q in queries]
+    try:
+        return [run_query(spark, q, database, views) for q in queries]
+    finally:
+        for view in views.values():
+            spark.catalog.dropTempView(view)
