@@ -286,6 +286,8 @@ class PartitionMixin(CatalogBase):
         """All partitions (at most ``max_parts``; -1 = all), ordered by name."""
         with self.read() as conn:
             info = self._table_info(conn, db_name, tbl_name)
+            if max_parts is None or max_parts < 0:
+                return rows.load_table_partitions(conn, info.db, info.name, info.cat, info.id)
             return self._load(conn, info, self._ids(info, None, max_parts))
 
     def get_partitions_with_auth(

@@ -244,9 +244,11 @@ def _branch(kind: int, owner: Any, k: Any, v: Any, c: Any, idx: Any, frm: Any, w
     )
 
 
-def _sd_branches() -> list[sa.Select]:
-    """Child rows of the storage descriptors in ``:sd_ids`` and column descriptors in ``:cd_ids``."""
-    sd_ids = sa.bindparam("sd_ids", expanding=True)
+def _sd_branches(sd_ids: Any = None) -> list[sa.Select]:
+    """Child rows of the storage descriptors in ``sd_ids`` (default: the list ``:sd_ids``; or a
+    select of SD_IDs) and of the column descriptors in the list ``:cd_ids``."""
+    if sd_ids is None:
+        sd_ids = sa.bindparam("sd_ids", expanding=True)
     cd_ids = sa.bindparam("cd_ids", expanding=True)
     return [
         _branch(SD_PARAM, SD_PARAMS.c.SD_ID, SD_PARAMS.c.PARAM_KEY, SD_PARAMS.c.PARAM_VALUE, _NULL_TEXT, _ZERO,
@@ -312,6 +314,33 @@ _PART_BASE = (
     .where(PARTITIONS.c.PART_ID.in_(sa.bindparam("part_ids", expanding=True)))
     .order_by(PARTITIONS.c.PART_NAME)
 )
+# Every partition of one table (``:tbl_id``): no id lists at all, which matters for thousands of
+# partitions (PostgreSQL drivers re-parse long statements with thousands of placeholders per call).
+_TBL = sa.bindparam("tbl_id")
+_PART_BASE_OF_TABLE = (
+    sa.select(
+        PARTITIONS.c.PART_ID,
+        PARTITIONS.c.CREATE_TIME,
+        PARTITIONS.c.LAST_ACCESS_TIME,
+        PARTITIONS.c.WRITE_ID,
+        *_SD_FIELDS,
+    )
+    .select_from(
+        PARTITIONS.outerjoin(SDS, PARTITIONS.c.SD_ID == SDS.c.SD_ID).outerjoin(
+            SERDES, SDS.c.SERDE_ID == SERDES.c.SERDE_ID
+        )
+    )
+    .where(PARTITIONS.c.TBL_ID == _TBL)
+    .order_by(PARTITIONS.c.PART_NAME)
+)
+_PART_CHILDREN_OF_TABLE = sa.union_all(
+    *_sd_branches(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == _TBL)),
+    _branch(PART_PARAM, PARTITION_PARAMS.c.PART_ID, PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE,
+            _NULL_TEXT, _ZERO, PARTITION_PARAMS.join(PARTITIONS, PARTITIONS.c.PART_ID == PARTITION_PARAMS.c.PART_ID),
+            PARTITIONS.c.TBL_ID == _TBL),
+    _branch(PART_VAL, PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.PART_KEY_VAL, _NULL_TEXT, _NULL_TEXT,
+            PARTITION_KEY_VALS.c.INTEGER_IDX, PARTITION_KEY_VALS, PARTITION_KEY_VALS.c.TBL_ID == _TBL),
+)  # fmt: skip
 CHUNK = 5000  # ids per IN list (SQLite allows 32,766 variables per statement)
 
 
@@ -321,7 +350,7 @@ class _Children:
     def __init__(self, conn: sa.Connection, stmt: Any, params: dict[str, Any]):
         self.params: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
         self.lists: dict[tuple[int, int], list[tuple[int, Any, Any, Any]]] = defaultdict(list)
-        for kind, owner, k, v, c, idx in conn.execute(stmt, params):
+        for kind, owner, k, v, c, idx in conn.execute(stmt, params).fetchall():
             if kind in (SD_PARAM, SERDE_PARAM, TABLE_PARAM, PART_PARAM):
                 self.params[(kind, owner)][k] = v if v is not None else ""
             else:
@@ -335,39 +364,47 @@ class _Children:
         return items
 
 
-def _sd_from_row(m: Any, ch: _Children, cols_cache: dict[int, list[FieldSchema]]) -> StorageDescriptor | None:
-    sd_id = m.sd_id
+_N_SD = len(_SD_FIELDS)
+
+
+def _sd_from_row(
+    f: Sequence[Any], ch: _Children, cols_cache: dict[int, list[FieldSchema]]
+) -> StorageDescriptor | None:
+    """A StorageDescriptor from the :data:`_SD_FIELDS` values of a row (a tuple, by position: rows
+    of thousands of partitions are read by index, several times faster than by name)."""
+    sd_id, cd, serde_id, input_fmt, output_fmt, location, compressed, subdirs, buckets = f[:9]
     if sd_id is None:
         return None
-    cd = m.sd_cd_id
     cols = cols_cache.get(cd)
     if cols is None:
         cols = cols_cache[cd] = [
             FieldSchema(name=k, type=v, comment=c) for _, k, v, c in ch.ordered(COLUMN, cd)
         ]
+    serde = None
+    if serde_id is not None:
+        se_name, se_slib, se_desc, se_ser, se_deser, se_type = f[9:15]
+        serde = SerDeInfo(
+            name=se_name,
+            serializationLib=se_slib,
+            parameters=ch.params.get((SERDE_PARAM, sd_id), {}),
+            description=se_desc,
+            serializerClass=se_ser,
+            deserializerClass=se_deser,
+            serdeType=se_type,
+        )
     return StorageDescriptor(
         cols=list(cols),
-        location=m.sd_location,
-        inputFormat=m.sd_input,
-        outputFormat=m.sd_output,
-        compressed=bool(m.sd_compressed),
-        numBuckets=m.sd_buckets,
-        serdeInfo=SerDeInfo(
-            name=m.se_name,
-            serializationLib=m.se_slib,
-            parameters=ch.params.get((SERDE_PARAM, sd_id), {}),
-            description=m.se_desc,
-            serializerClass=m.se_ser,
-            deserializerClass=m.se_deser,
-            serdeType=m.se_type,
-        )
-        if m.sd_serde_id is not None
-        else None,
+        location=location,
+        inputFormat=input_fmt,
+        outputFormat=output_fmt,
+        compressed=bool(compressed),
+        numBuckets=buckets,
+        serdeInfo=serde,
         bucketCols=[k for _, k, _, _ in ch.ordered(BUCKET, sd_id)],
         sortCols=[Order(col=k, order=int(v)) for _, k, v, _ in ch.ordered(SORT, sd_id)],
         parameters=ch.params.get((SD_PARAM, sd_id), {}),
         skewedInfo=_NO_SKEW,  # shared: read-only, skewed columns are not kept
-        storedAsSubDirectories=bool(m.sd_subdirs),
+        storedAsSubDirectories=bool(subdirs),
     )
 
 
@@ -385,7 +422,7 @@ def load_sds(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, StorageDes
         return {}
     ch = _Children(conn, _SD_CHILDREN, {"sd_ids": ids, "cd_ids": _cd_ids(base)})
     cache: dict[int, list[FieldSchema]] = {}
-    return {r.sd_id: _sd_from_row(r, ch, cache) for r in base}
+    return {r[0]: _sd_from_row(tuple(r), ch, cache) for r in base}
 
 
 def load_tables(
@@ -426,7 +463,7 @@ def load_tables(
                     createTime=r.CREATE_TIME,
                     lastAccessTime=r.LAST_ACCESS_TIME,
                     retention=r.RETENTION,
-                    sd=_sd_from_row(r, ch, cache),
+                    sd=_sd_from_row(tuple(r)[-_N_SD:], ch, cache),
                     partitionKeys=[
                         FieldSchema(name=k, type=v, comment=c)
                         for _, k, v, c in ch.ordered(PART_KEY, r.TBL_ID)
@@ -445,6 +482,41 @@ def load_tables(
             )
         )
     return out
+
+
+def _partitions(
+    base: Sequence[Any], ch: _Children, db: str, tbl: str, cat: str, cache: dict
+) -> list[Partition]:
+    out = []
+    params = ch.params
+    for r in base:
+        t = tuple(r)  # (PART_ID, CREATE_TIME, LAST_ACCESS_TIME, WRITE_ID, *_SD_FIELDS)
+        pid = t[0]
+        out.append(
+            Partition(
+                values=[k for _, k, _, _ in ch.ordered(PART_VAL, pid)],
+                dbName=db,
+                tableName=tbl,
+                createTime=t[1],
+                lastAccessTime=t[2],
+                sd=_sd_from_row(t[4:], ch, cache),
+                parameters=params.get((PART_PARAM, pid), {}),
+                catName=cat,
+                writeId=t[3],
+            )
+        )
+    return out
+
+
+def load_table_partitions(
+    conn: sa.Connection, db_name: str, tbl_name: str, cat_name: str, tbl_id: int
+) -> list[Partition]:
+    """Every partition of a table, ordered by PART_NAME, in two queries without id lists."""
+    base = conn.execute(_PART_BASE_OF_TABLE, {"tbl_id": tbl_id}).all()
+    if not base:
+        return []
+    ch = _Children(conn, _PART_CHILDREN_OF_TABLE, {"tbl_id": tbl_id, "cd_ids": _cd_ids(base)})
+    return _partitions(base, ch, db_name, tbl_name, cat_name, {})
 
 
 def load_partitions(
@@ -469,18 +541,5 @@ def load_partitions(
                 "part_ids": chunk,
             },
         )
-        out.extend(
-            Partition(
-                values=[k for _, k, _, _ in ch.ordered(PART_VAL, r.PART_ID)],
-                dbName=db_name,
-                tableName=tbl_name,
-                createTime=r.CREATE_TIME,
-                lastAccessTime=r.LAST_ACCESS_TIME,
-                sd=_sd_from_row(r, ch, cache),
-                parameters=ch.params.get((PART_PARAM, r.PART_ID), {}),
-                catName=cat_name,
-                writeId=r.WRITE_ID,
-            )
-            for r in base
-        )
+        out.extend(_partitions(base, ch, db_name, tbl_name, cat_name, cache))
     return out
