@@ -142,8 +142,10 @@ class CatalogBase:
 
     @staticmethod
     def already_exists(what: str) -> AlreadyExistsException:
+        """AlreadyExistsException with ``what`` as its message."""
         return AlreadyExistsException(what)
 
     @staticmethod
     def invalid_name(name: str | None) -> InvalidObjectException:
+        """InvalidObjectException for a name Hive would refuse."""
         return InvalidObjectException(f"{name} is not a valid object name")

@@ -60,6 +60,7 @@ class _TableInfo:
         self.cd_id = sd.CD_ID if sd else None
 
     def part_name(self, values: Sequence[str]) -> str:
+        """Hive's escaped partition name for ``values``; MetaException when their count is wrong."""
         if len(values or []) != len(self.key_names):
             raise MetaException(
                 f"Invalid partition key & values; keys {self.key_names}, values {list(values or [])}"
@@ -378,6 +379,7 @@ class PartitionMixin(CatalogBase):
         aliases: dict[str, Any] = {}
 
         def value_column(key: str) -> Any:
+            """The PART_KEY_VAL column of this key's PARTITION_KEY_VALS alias."""
             if key not in aliases:
                 aliases[key] = PARTITION_KEY_VALS.alias(f"f_{keys[key]}")
             return aliases[key].c.PART_KEY_VAL

@@ -48,6 +48,7 @@ from hivemesh.metastore.schema import (
 def insert_params(
     conn: sa.Connection, table: sa.Table, owner_col: str, pairs: Iterable[tuple[int, dict]]
 ) -> None:
+    """Insert ``(owner id, {key: value})`` pairs into a *_PARAMS table."""
     rows = [
         {owner_col: owner, "PARAM_KEY": k, "PARAM_VALUE": v}
         for owner, params in pairs
@@ -59,6 +60,7 @@ def insert_params(
 
 
 def insert_returning(conn: sa.Connection, table: sa.Table, pk: str, rows: list[dict]) -> list[int]:
+    """Insert rows and return their generated primary keys, in order."""
     if not rows:
         return []
     if len(rows) == 1:
@@ -357,6 +359,7 @@ class _Children:
                 self.lists[(kind, owner)].append((idx, k, v, c))
 
     def ordered(self, kind: int, owner: Any) -> list[tuple[int, Any, Any, Any]]:
+        """The ``(idx, k, v, c)`` rows of one kind and owner, in INTEGER_IDX order."""
         items = self.lists.get((kind, owner))
         if not items:
             return []

@@ -73,6 +73,7 @@ class _GuardedHandler:
         can_meta = MetaException in declared
 
         def call(*args: Any) -> Any:
+            """The handler method, with unexpected errors turned into MetaException."""
             try:
                 return fn(*args)
             except declared as e:
@@ -99,6 +100,7 @@ class HMSProcessor(ThriftHiveMetastore.Processor):
         self._observer = observer
 
     def process(self, iprot: Any, oprot: Any) -> bool | None:
+        """Read one call, dispatch it (or answer UNKNOWN_METHOD), write the reply."""
         name, _type, seqid = iprot.readMessageBegin()
         if name not in self.methods:
             iprot.skip(TType.STRUCT)

@@ -55,6 +55,7 @@ class _StrictBinaryFactory(TBinaryProtocol.TBinaryProtocolAcceleratedFactory):
     """
 
     def getProtocol(self, trans: Any) -> Any:  # noqa: N802 - Thrift API name
+        """A strict accelerated binary protocol over ``trans``."""
         proto = super().getProtocol(trans)
         proto.strictRead = True
         return proto
@@ -79,9 +80,11 @@ class _SocketTransport(TTransport.TTransportBase, TTransport.CReadableTransport)
         self._rbuf_size = rbuf_size
 
     def isOpen(self) -> bool:  # noqa: N802 - Thrift API name
+        """Thrift transport API: True until closed."""
         return self._sock.fileno() >= 0
 
     def close(self) -> None:
+        """Thrift transport API: close the socket."""
         self._sock.close()
 
     def _recv_some(self, size: int) -> bytes:
@@ -112,6 +115,7 @@ class _SocketTransport(TTransport.TTransportBase, TTransport.CReadableTransport)
         return bytes(buf)
 
     def read(self, sz: int) -> bytes:
+        """Thrift transport API: up to ``sz`` bytes (blocks for at least one)."""
         ret = self._rbuf.read(sz)
         if ret:
             return ret
@@ -119,15 +123,18 @@ class _SocketTransport(TTransport.TTransportBase, TTransport.CReadableTransport)
         return self._rbuf.read(sz)
 
     def readAll(self, sz: int) -> bytes:  # noqa: N802 - Thrift API name
+        """Thrift transport API: exactly ``sz`` bytes; TTransportException at end of stream."""
         ret = self._rbuf.read(sz)
         if len(ret) < sz:
             ret += self._recv_exact(sz - len(ret))
         return ret
 
     def write(self, buf: bytes) -> None:
+        """Thrift transport API: buffer bytes until :meth:`flush`."""
         self._wbuf.write(buf)
 
     def flush(self) -> None:
+        """Thrift transport API: send the buffered bytes."""
         out = self._wbuf.getvalue()
         self._wbuf = BytesIO()
         try:
@@ -140,9 +147,11 @@ class _SocketTransport(TTransport.TTransportBase, TTransport.CReadableTransport)
     # CReadableTransport: the C codecs read from this buffer and ask for a refill when it runs dry
     @property
     def cstringio_buf(self) -> BytesIO:
+        """The read buffer the C codecs decode from."""
         return self._rbuf
 
     def cstringio_refill(self, partialread: bytes, reqlen: int) -> BytesIO:
+        """Refill the read buffer with at least ``reqlen`` bytes for the C codecs."""
         data = partialread
         if len(data) < reqlen:
             data += self._recv_some(min(max(reqlen - len(data), self._rbuf_size), _CHUNK))

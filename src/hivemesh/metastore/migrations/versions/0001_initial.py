@@ -24,10 +24,12 @@ V1_TABLES = [
 
 
 def upgrade() -> None:
+    """Create the version-1 tables."""
     bind = op.get_bind()
     schema.metadata.create_all(bind, tables=[schema.metadata.tables[t] for t in V1_TABLES])
 
 
 def downgrade() -> None:
+    """Drop the version-1 tables."""
     bind = op.get_bind()
     schema.metadata.drop_all(bind, tables=[schema.metadata.tables[t] for t in V1_TABLES])
