@@ -111,11 +111,15 @@ def _fs_and_path(location: str) -> tuple[pafs.FileSystem, str] | None:
         return None
 
 
+def _target(location: str | None) -> tuple[pafs.FileSystem, str] | None:
+    """File system and path of a location hivemesh manages, or None (no location, or a scheme
+    pyarrow cannot open here)."""
+    return _fs_and_path(location) if location else None
+
+
 def make_dirs(location: str | None) -> bool:
     """Create a directory (and parents) if missing; True when it exists afterwards."""
-    if not location:
-        return False
-    target = _fs_and_path(location)
+    target = _target(location)
     if target is None:
         return False
     fs, path = target
@@ -129,9 +133,7 @@ def make_dirs(location: str | None) -> bool:
 
 def delete_dir(location: str | None) -> bool:
     """Delete a directory tree if it exists; True when something was deleted. Never raises."""
-    if not location:
-        return False
-    target = _fs_and_path(location)
+    target = _target(location)
     if target is None:
         return False
     fs, path = target
@@ -177,9 +179,7 @@ def is_subdir(child: str | None, parent: str | None) -> bool:
 
 def exists(location: str | None) -> bool:
     """True when the location exists on a file system hivemesh can reach."""
-    if not location:
-        return False
-    target = _fs_and_path(location)
+    target = _target(location)
     if target is None:
         return False
     fs, path = target
@@ -193,9 +193,7 @@ def quick_stats(location: str | None) -> tuple[int, int] | None:
     """``(number of files, total bytes)`` below a location, recursively, leaving out hidden
     entries (names starting with ``_`` or ``.`` at any level, as Hive's HIDDEN_FILES_PATH_FILTER);
     None when the storage cannot be listed."""
-    if not location:
-        return None
-    target = _fs_and_path(location)
+    target = _target(location)
     if target is None:
         return None
     fs, path = target

@@ -300,41 +300,24 @@ TABLE_BY_NAME = _TABLE_BASE.where(
     TBLS.c.TBL_NAME == sa.bindparam("tbl"),
 )
 """Prebuilt select of one table by ``cat``, ``db``, ``tbl`` (for :func:`load_tables`)."""
-_PART_BASE = (
-    sa.select(
-        PARTITIONS.c.PART_ID,
-        PARTITIONS.c.CREATE_TIME,
-        PARTITIONS.c.LAST_ACCESS_TIME,
-        PARTITIONS.c.WRITE_ID,
-        *_SD_FIELDS,
+_PART_SELECT = sa.select(
+    PARTITIONS.c.PART_ID,
+    PARTITIONS.c.CREATE_TIME,
+    PARTITIONS.c.LAST_ACCESS_TIME,
+    PARTITIONS.c.WRITE_ID,
+    *_SD_FIELDS,
+).select_from(
+    PARTITIONS.outerjoin(SDS, PARTITIONS.c.SD_ID == SDS.c.SD_ID).outerjoin(
+        SERDES, SDS.c.SERDE_ID == SERDES.c.SERDE_ID
     )
-    .select_from(
-        PARTITIONS.outerjoin(SDS, PARTITIONS.c.SD_ID == SDS.c.SD_ID).outerjoin(
-            SERDES, SDS.c.SERDE_ID == SERDES.c.SERDE_ID
-        )
-    )
-    .where(PARTITIONS.c.PART_ID.in_(sa.bindparam("part_ids", expanding=True)))
-    .order_by(PARTITIONS.c.PART_NAME)
+)
+_PART_BASE = _PART_SELECT.where(PARTITIONS.c.PART_ID.in_(sa.bindparam("part_ids", expanding=True))).order_by(
+    PARTITIONS.c.PART_NAME
 )
 # Every partition of one table (``:tbl_id``): no id lists at all, which matters for thousands of
 # partitions (PostgreSQL drivers re-parse long statements with thousands of placeholders per call).
 _TBL = sa.bindparam("tbl_id")
-_PART_BASE_OF_TABLE = (
-    sa.select(
-        PARTITIONS.c.PART_ID,
-        PARTITIONS.c.CREATE_TIME,
-        PARTITIONS.c.LAST_ACCESS_TIME,
-        PARTITIONS.c.WRITE_ID,
-        *_SD_FIELDS,
-    )
-    .select_from(
-        PARTITIONS.outerjoin(SDS, PARTITIONS.c.SD_ID == SDS.c.SD_ID).outerjoin(
-            SERDES, SDS.c.SERDE_ID == SERDES.c.SERDE_ID
-        )
-    )
-    .where(PARTITIONS.c.TBL_ID == _TBL)
-    .order_by(PARTITIONS.c.PART_NAME)
-)
+_PART_BASE_OF_TABLE = _PART_SELECT.where(PARTITIONS.c.TBL_ID == _TBL).order_by(PARTITIONS.c.PART_NAME)
 _PART_CHILDREN_OF_TABLE = sa.union_all(
     *_sd_branches(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == _TBL)),
     _branch(PART_PARAM, PARTITION_PARAMS.c.PART_ID, PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE,
