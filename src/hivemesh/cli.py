@@ -52,7 +52,7 @@ def main() -> None:
 def metastore(config_path: str | None, **opts: object) -> None:
     """Serve the Hive Metastore Thrift API on SQLite or PostgreSQL.
 
-    Every option can also come from the config file (section ``metastore:``) or from
+    Every option can also come from the config file (section 'metastore:') or from
     HIVEMESH_METASTORE_<OPTION> environment variables; options win over both.
     """
     try:

@@ -19,8 +19,9 @@ from hivemesh.thrift.server import ThriftServer
 log = logging.getLogger("hivemesh.metastore.service")
 
 
-class StoreUnavailable(RuntimeError):
-    """The metadata store could not be opened (unreachable, bad URL, no permission, ...)."""
+class StartupError(RuntimeError):
+    """The service cannot start: its metadata store could not be opened (unreachable, bad URL, no
+    permission, ...) or its metrics port is taken. The message says which."""
 
 
 class MetastoreService:
@@ -52,7 +53,7 @@ class MetastoreService:
         try:
             self.store = Store(self.cfg.db)
         except Exception as e:
-            raise StoreUnavailable(f"cannot open the metadata store {self.cfg.db}: {_first_line(e)}") from e
+            raise StartupError(f"cannot open the metadata store {self.cfg.db}: {_first_line(e)}") from e
         self.handler = LocalMetastore(
             self.store, self.cfg.warehouse, {"hive.txn.timeout": str(self.cfg.txn_timeout_s)}
         )
@@ -67,7 +68,13 @@ class MetastoreService:
         )
         self.server.listen()
         if self.cfg.metrics_port is not None:
-            self.metrics_port = self.metrics.serve(self.cfg.metrics_port, self.cfg.host)
+            try:
+                self.metrics_port = self.metrics.serve(self.cfg.metrics_port, self.cfg.host)
+            except OSError as e:
+                self.server.stop()
+                raise StartupError(
+                    f"cannot serve metrics on {self.cfg.host}:{self.cfg.metrics_port}: {e.strerror or e}"
+                ) from e
         self._thread = threading.Thread(target=self.server.serve_forever, name="hms-accept", daemon=True)
         self._thread.start()
         log.info(
@@ -117,7 +124,7 @@ def run_forever(cfg: MetastoreConfig) -> int:
     svc = MetastoreService(cfg)
     try:
         svc.start()
-    except StoreUnavailable as e:
+    except StartupError as e:
         log.error("%s", e)
         return 2
     except OSError as e:
