@@ -15,7 +15,7 @@ from hive_metastore.ttypes import (
 from hivemesh.metastore import paths
 from hivemesh.metastore.base import CatalogBase, matches_pattern, now_s, validate_name
 from hivemesh.metastore.schema import DATABASE_PARAMS, DBS, FUNCS, TBLS
-from hivemesh.thrift.names import parse_db_name
+from hivemesh.thrift.names import db_ref, parse_db_name
 
 DEFAULT_DB = "default"
 
@@ -92,8 +92,7 @@ class DatabaseMixin(CatalogBase):
 
     def get_database_req(self, request) -> Database:  # type: ignore[no-untyped-def]
         """Hive 4 GetDatabaseRequest form of :meth:`get_database`."""
-        cat = request.catalogName or "hive"
-        return self.get_database(f"@{cat}#{request.name}")
+        return self.get_database(db_ref(request.name, request.catalogName))
 
     def get_all_databases(self) -> list[str]:
         """Names of every database of the default catalog, sorted."""
@@ -159,7 +158,7 @@ class DatabaseMixin(CatalogBase):
                         f"Database {db} is not empty. One or more functions exist."
                     )
             for t in tables:
-                self._drop_table_tx(tx, row.NAME, t, deleteData, cat=cat)
+                self._drop_table_tx(tx, db_ref(row.NAME, cat), t, deleteData)
             if funcs:
                 tx.conn.execute(FUNCS.delete().where(FUNCS.c.DB_ID == row.DB_ID))
             tx.conn.execute(DATABASE_PARAMS.delete().where(DATABASE_PARAMS.c.DB_ID == row.DB_ID))
@@ -171,7 +170,7 @@ class DatabaseMixin(CatalogBase):
     def drop_database_req(self, req) -> None:  # type: ignore[no-untyped-def]
         """Hive 4 DropDatabaseRequest form of :meth:`drop_database`."""
         try:
-            self.drop_database(f"@{req.catalogName or 'hive'}#{req.name}", req.deleteData, req.cascade)
+            self.drop_database(db_ref(req.name, req.catalogName), req.deleteData, req.cascade)
         except NoSuchObjectException:
             if not req.ignoreUnknownDb:
                 raise

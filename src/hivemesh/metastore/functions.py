@@ -15,6 +15,7 @@ from hive_metastore.ttypes import (
 
 from hivemesh.metastore.base import CatalogBase, matches_pattern, now_s, validate_name
 from hivemesh.metastore.schema import DBS, FUNC_RU, FUNCS
+from hivemesh.thrift.names import db_ref
 
 
 class FunctionMixin(CatalogBase):
@@ -78,7 +79,7 @@ class FunctionMixin(CatalogBase):
             raise InvalidObjectException(f"{func.functionName} is not a valid object name")
         if not func.className:
             raise InvalidObjectException("Function class name cannot be empty")
-        db = f"@{func.catName}#{func.dbName}" if func.catName else func.dbName
+        db = db_ref(func.dbName, func.catName)
         with self.write() as tx:
             row = self.db_row(tx.conn, db)
             if tx.conn.execute(

@@ -30,6 +30,7 @@ from hivemesh.metastore.schema import (
     PARTITIONS,
     SDS,
 )
+from hivemesh.thrift.names import db_ref
 
 DDL_TIME = "transient_lastDdlTime"
 
@@ -235,7 +236,7 @@ class PartitionMixin(CatalogBase):
 
     def add_partitions_req(self, request: Any) -> AddPartitionsResult:
         """AddPartitionsRequest: ``ifNotExists`` skips existing ones; ``needResult`` returns the added."""
-        db = f"@{request.catName}#{request.dbName}" if request.catName else request.dbName
+        db = db_ref(request.dbName, request.catName)
         with self.write() as tx:
             info = self._table_info(tx.conn, db, request.tblName, exc=InvalidObjectException, lock=True)
             added = self._add_partitions(tx, info, request.parts or [], bool(request.ifNotExists))
@@ -243,7 +244,7 @@ class PartitionMixin(CatalogBase):
 
     @staticmethod
     def _part_db(part: Partition) -> str:
-        return f"@{part.catName}#{part.dbName}" if part.catName else part.dbName
+        return db_ref(part.dbName, part.catName)
 
     # ---------------------------------------------------------------- get
     def get_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Partition:
@@ -558,7 +559,7 @@ class PartitionMixin(CatalogBase):
 
     def alter_partitions_req(self, req: Any) -> AlterPartitionsResponse:
         """Hive 4 AlterPartitionsRequest form."""
-        db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
+        db = db_ref(req.dbName, req.catName)
         self._alter_partitions(db, req.tableName, req.partitions or [], env_props(req.environmentContext))
         return AlterPartitionsResponse()
 
@@ -693,7 +694,7 @@ class PartitionMixin(CatalogBase):
             raise MetaException(
                 "drop_partitions_req: only partition names are supported, not serialized expressions"
             )
-        db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
+        db = db_ref(req.dbName, req.catName)
         dropped = self._drop_by_names(
             db,
             req.tblName,

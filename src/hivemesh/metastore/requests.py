@@ -22,12 +22,11 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.metastore import paths
+from hivemesh.thrift.names import db_ref
 
 
 def _db(req: Any, field: str = "dbName") -> str:
-    db = getattr(req, field)
-    cat = getattr(req, "catName", None)
-    return f"@{cat}#{db}" if cat else db
+    return db_ref(getattr(req, field), getattr(req, "catName", None))
 
 
 class RequestFormsMixin:

@@ -34,6 +34,7 @@ from hivemesh.metastore.schema import (
     TAB_COL_STATS,
     TABLE_PARAMS,
 )
+from hivemesh.thrift.names import db_ref
 
 _JSON = TJSONProtocolFactory()
 COLUMN_STATS_ACCURATE = "COLUMN_STATS_ACCURATE"
@@ -154,7 +155,7 @@ class StatisticsMixin(CatalogBase):
         desc = stats.statsDesc
         if desc is None:
             raise InvalidInputException("ColumnStatistics without statsDesc")
-        db = f"@{desc.catName}#{desc.dbName}" if desc.catName else desc.dbName
+        db = db_ref(desc.dbName, desc.catName)
         engine = stats.engine or DEFAULT_ENGINE
         with self.write() as tx:
             row = self.table_row(tx.conn, db, desc.tableName, for_update=True)
@@ -275,7 +276,7 @@ class StatisticsMixin(CatalogBase):
 
     def get_table_statistics_req(self, request: Any) -> TableStatsResult:
         """TableStatsRequest: statistics of the named columns (missing ones left out)."""
-        db = f"@{request.catName}#{request.dbName}" if request.catName else request.dbName
+        db = db_ref(request.dbName, request.catName)
         with self.read() as conn:
             row = self.table_row(conn, db, request.tblName)
             objs = self._objs(
@@ -290,7 +291,7 @@ class StatisticsMixin(CatalogBase):
 
     def get_partitions_statistics_req(self, request: Any) -> PartitionsStatsResult:
         """PartitionsStatsRequest: ``{partName: [ColumnStatisticsObj]}`` for the named partitions."""
-        db = f"@{request.catName}#{request.dbName}" if request.catName else request.dbName
+        db = db_ref(request.dbName, request.catName)
         with self.read() as conn:
             row = self.table_row(conn, db, request.tblName)
             keys = self._key_names(conn, row.TBL_ID)

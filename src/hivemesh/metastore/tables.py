@@ -22,7 +22,7 @@ from hive_metastore.ttypes import (
 from hivemesh.metastore import fast_stats, paths, rows
 from hivemesh.metastore.base import CatalogBase, Tx, env_props, matches_pattern, now_s, validate_name
 from hivemesh.metastore.schema import DBS, PARTITION_KEYS, PARTITIONS, SDS, TAB_COL_STATS, TABLE_PARAMS, TBLS
-from hivemesh.thrift.names import parse_db_name
+from hivemesh.thrift.names import db_ref, parse_db_name
 
 MANAGED, EXTERNAL, VIEW = "MANAGED_TABLE", "EXTERNAL_TABLE", "VIRTUAL_VIEW"
 DDL_TIME = "transient_lastDdlTime"
@@ -160,7 +160,7 @@ class TableMixin(CatalogBase):
             _validate_columns(tbl.sd.cols, f"table {tbl.tableName}")
         _validate_columns(tbl.partitionKeys, f"table {tbl.tableName} partition keys")
         table = Table(**tbl.__dict__)
-        db_ref = f"@{tbl.catName}#{tbl.dbName}" if tbl.catName else tbl.dbName
+        ref = db_ref(tbl.dbName, tbl.catName)
         table.tableName = tbl.tableName.lower()
         table.parameters = dict(tbl.parameters or {})
         table.createTime = now_s()
@@ -168,7 +168,7 @@ class TableMixin(CatalogBase):
         ttype = effective_table_type(table)
         with self.write() as tx:
             try:
-                db_row = self.db_row(tx.conn, db_ref)
+                db_row = self.db_row(tx.conn, ref)
             except NoSuchObjectException as e:  # Hive answers InvalidObjectException(<db name>) here
                 raise InvalidObjectException(str(tbl.dbName)) from e
             exists = tx.conn.execute(
@@ -223,7 +223,7 @@ class TableMixin(CatalogBase):
 
     def get_table_req(self, req: Any) -> GetTableResult:
         """Hive 3/4 GetTableRequest form of :meth:`get_table`."""
-        db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
+        db = db_ref(req.dbName, req.catName)
         return GetTableResult(table=self.get_table(db, req.tblName), isStatsCompliant=None)
 
     def get_table_objects_by_name(self, dbname: str, tbl_names: list[str]) -> list[Table]:
@@ -234,7 +234,7 @@ class TableMixin(CatalogBase):
 
     def get_table_objects_by_name_req(self, req: Any) -> GetTablesResult:
         """Hive 3/4 GetTablesRequest form; no names means every table of the database."""
-        db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
+        db = db_ref(req.dbName, req.catName)
         with self.read() as conn:
             self.db_row(conn, db)
             return GetTablesResult(tables=self._tables(conn, db, req.tblNames))
@@ -344,7 +344,7 @@ class TableMixin(CatalogBase):
 
     def alter_table_req(self, req: Any) -> AlterTableResponse:
         """Hive 4 AlterTableRequest form."""
-        db = f"@{req.catName}#{req.dbName}" if req.catName else req.dbName
+        db = db_ref(req.dbName, req.catName)
         props = env_props(req.environmentContext)
         self._alter_table(
             db, req.tableName, req.table, props, cascade=props.get("CASCADE", "").lower() == "true"
@@ -500,7 +500,7 @@ class TableMixin(CatalogBase):
         Raises NoSuchObjectException ("db.t table not found").
         """
         with self.write() as tx:
-            self._drop_table_tx(tx, dbname, name, deleteData, cat=None)
+            self._drop_table_tx(tx, dbname, name, deleteData)
 
     def drop_table_with_environment_context(
         self, dbname: str, name: str, deleteData: bool, environment_context: Any
@@ -508,9 +508,9 @@ class TableMixin(CatalogBase):
         """:meth:`drop_table` (``ifPurge`` changes nothing: there is no trash)."""
         self.drop_table(dbname, name, deleteData)
 
-    def _drop_table_tx(self, tx: Tx, db: str, tbl: str, delete_data: bool, cat: str | None = "hive") -> None:
-        ref = db if cat is None or db.startswith("@") else f"@{cat}#{db}"
-        row = self.table_row(tx.conn, ref, tbl, for_update=True)
+    def _drop_table_tx(self, tx: Tx, db: str, tbl: str, delete_data: bool) -> None:
+        """Drop one table inside ``tx``; ``db`` may be catalog-qualified (``@cat#db``)."""
+        row = self.table_row(tx.conn, db, tbl, for_update=True)
         conn = tx.conn
         part_ids = sa.select(PARTITIONS.c.PART_ID).where(PARTITIONS.c.TBL_ID == row.TBL_ID)
         part_locs = []

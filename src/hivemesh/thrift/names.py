@@ -38,3 +38,9 @@ def qualify_db_name(catalog: str, db: str | None) -> str:
     if db is None:
         return f"{CATALOG_PREFIX}{catalog}{CATALOG_DB_SEPARATOR}"
     return f"{CATALOG_PREFIX}{catalog}{CATALOG_DB_SEPARATOR}{db or DB_EMPTY_MARKER}"
+
+
+def db_ref(db: str | None, catalog: str | None = None) -> str | None:
+    """The database name to resolve: ``@catalog#db`` when a catalog is given (request structs
+    carry ``catName``), else ``db`` as it came (it may itself be ``@cat#db``)."""
+    return qualify_db_name(catalog, db) if catalog else db
