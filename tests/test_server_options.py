@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import urllib.request
 from pathlib import Path
@@ -92,4 +93,5 @@ def test_metrics_endpoint_counts_calls(tmp_path: Path) -> None:
     assert 'hivemesh_thrift_calls_total{method="get_all_databases"} 3.0' in body
     assert 'hivemesh_thrift_calls_total{method="get_database"} 1.0' in body
     assert "hivemesh_thrift_call_seconds_bucket" in body
+    assert re.search(r"^hivemesh_thrift_connections [01]\.0$", body, re.M)  # 0 or, while closing, 1
     assert 'hivemesh_thrift_errors_total{error="NoSuchObjectException",method="get_database"} 1.0' in body

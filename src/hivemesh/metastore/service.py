@@ -67,6 +67,8 @@ class MetastoreService:
             max_message_bytes=self.cfg.max_message_mb * 1024 * 1024,
         )
         self.server.listen()
+        server = self.server
+        self.metrics.connections.set_function(lambda: server.active_connections)
         if self.cfg.metrics_port is not None:
             try:
                 self.metrics_port = self.metrics.serve(self.cfg.metrics_port, self.cfg.host)
