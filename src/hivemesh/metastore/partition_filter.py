@@ -197,23 +197,29 @@ class _Builder(Transformer[Token, Any]):
     """Turns lark's parse tree into :data:`Expr` nodes."""
 
     def or_expr(self, items: list[Any]) -> Or:
+        r"""``a OR b OR ...`` -> Or."""
         return Or(tuple(i for i in items if not isinstance(i, Token)))
 
     def and_expr(self, items: list[Any]) -> And:
+        r"""``a AND b AND ...`` -> And."""
         return And(tuple(i for i in items if not isinstance(i, Token)))
 
     def not_expr(self, items: list[Any]) -> Not:
+        r"""``NOT a`` -> Not."""
         return Not(items[1])
 
     def atom(self, items: list[Any]) -> Expr:
+        r"""``( expr )`` -> the inner expression."""
         return items[1]  # LPAR or_expr RPAR
 
     def key(self, items: list[Token]) -> str:
+        r"""A partition key name, lower-cased; backquotes removed (``` `a``b` ``` -> ``a`b``)."""
         tok = items[0]
         name = tok[1:-1].replace("``", "`") if tok.type == "QIDENT" else str(tok)
         return name.lower()
 
     def literal(self, items: list[Token]) -> _Literal:
+        r"""A string, date or integer/decimal literal; FilterError for a number outside BIGINT."""
         tok = items[0]
         if tok.type == "STRING":
             return _Literal(tok[1:-1], False)
@@ -227,34 +233,43 @@ class _Builder(Transformer[Token, Any]):
         return _Literal(str(tok), True)
 
     def compare(self, items: list[Any]) -> Comparison:
+        r"""``key op literal`` -> Comparison."""
         key, op, lit = items
         return Comparison(key, _OP_NAMES[op.type], lit.text, lit.is_number)
 
     def compare_reversed(self, items: list[Any]) -> Comparison:
+        r"""``literal op key`` -> Comparison with the operator flipped (``1 < k`` is ``k > 1``)."""
         lit, op, key = items
         return Comparison(key, _FLIPPED[_OP_NAMES[op.type]], lit.text, lit.is_number)
 
     def like(self, items: list[Any]) -> Like:
+        r"""``key LIKE 'pattern'`` -> Like."""
         return Like(items[0], items[2].text)
 
     def like_reversed(self, items: list[Any]) -> Like:
+        r"""``'value' LIKE key`` is refused with FilterError, as Hive does."""
         tok = items[1]
         raise FilterError(f"the value must be on the right of LIKE (column {tok.column})", tok.start_pos)
 
     def between(self, items: list[Any]) -> Expr:
+        r"""``key [NOT] BETWEEN lo AND hi`` -> the two comparisons Hive expands it into."""
         (key, lo, hi), negated = _split(items)
         if negated:
             return Or((_cmp(key, "<", lo), _cmp(key, ">", hi)))
         return And((_cmp(key, ">=", lo), _cmp(key, "<=", hi)))
 
     def in_list(self, items: list[Any]) -> Expr:
+        r"""``key [NOT] IN (v, ...)`` -> an Or of equalities (an And of inequalities when negated)."""
         (key, *values), negated = _split(items)
         return _join(Or, [_cmp(key, "!=" if negated else "=", v) for v in values], negated)
 
     def struct(self, items: list[Any]) -> tuple[_Literal, ...]:
+        r"""``STRUCT(v, ...)`` -> a tuple of literals."""
         return tuple(_split(items)[0])
 
     def in_structs(self, items: list[Any]) -> Expr:
+        r"""``(STRUCT(k1, k2)) [NOT] IN (STRUCT(v1, v2), ...)`` -> Or of per-row Ands of equalities
+        (negated, by De Morgan: And of per-row Ors of inequalities)."""
         parts, negated = _split(items)
         keys = [p for p in parts if isinstance(p, str)]
         rows = []
@@ -562,6 +577,7 @@ def _bigint_guard(col: sa.ColumnElement[Any], pg: bool) -> sa.ColumnElement[bool
     else:
 
         def digits(x: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+            r"""SQLite: ``x`` is a non-empty run of ASCII digits."""
             return sa.and_(x != "", sa.not_(_glob(x, "*[^0-9]*")))
 
         is_integer = sa.or_(digits(col), sa.and_(_glob(col, "-*"), digits(sa.func.substr(col, 2))))

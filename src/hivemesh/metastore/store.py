@@ -70,6 +70,7 @@ class Store:
             # COMMITTED with row locks; reads get their own pool at REPEATABLE READ (one snapshot
             # per call without switching a connection's isolation level on every checkout).
             def pg_engine(isolation: str) -> sa.Engine:
+                """A pooled psycopg engine whose transactions run at ``isolation``."""
                 return sa.create_engine(
                     self.url,
                     pool_size=min(pool_size, 6),
