@@ -35,7 +35,7 @@ from pyiceberg.exceptions import (
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from tests.support.servers import HivemeshProcess
+from tests.support.servers import HivemeshProcess, die_with_parent, free_port
 
 JAVA = shutil.which("java")
 JAVA_MISSING = "needs `java` (17) on PATH to run Spark's HiveThriftServer2 and beeline from the PySpark wheel"
@@ -236,23 +236,6 @@ def _spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _die_with_parent() -> None:
-    # In the child before exec (spark-submit execs the JVM): Linux sends SIGTERM to it when the pytest
-    # thread that started it exits, so an interrupted run leaves no Thrift server behind.
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
 def _tail(path: Path, lines: int = 60) -> str:
     try:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
@@ -316,7 +299,7 @@ class SparkThriftServer:
         env.update(SPARK_HOME=str(_spark_home()), SPARK_LOCAL_IP="127.0.0.1")
         deadline = time.monotonic() + timeout
         for _attempt in range(3):  # the free port may be taken between probe and bind: retry elsewhere
-            self.port = _free_port()
+            self.port = free_port()
             log_start = self.log.stat().st_size if self.log.exists() else 0
             with open(self.log, "ab") as logf:
                 self.proc = subprocess.Popen(
@@ -327,7 +310,7 @@ class SparkThriftServer:
                     cwd=self.base_dir,
                     env=env,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=die_with_parent,
                 )
             while self.proc.poll() is None:
                 try:

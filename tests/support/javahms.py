@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from tests.support.servers import ThriftClient
+from tests.support.servers import ThriftClient, die_with_parent, free_port
 
 __all__ = ["JAVA_SKIP_REASON", "JavaHMS", "JavaHMSError", "java_available", "pyspark_jars_dir", "rss_bytes"]
 
@@ -124,24 +124,6 @@ def rss_bytes(pid: int) -> int:
                 assert unit.lower() == "kb", line
                 return int(value) * 1024
     raise ValueError(f"no VmRSS for pid {pid} (a zombie or kernel thread?)")
-
-
-def _die_with_parent() -> None:
-    # Runs in the child before exec: ask Linux to SIGTERM the JVM when the thread that started it
-    # exits, so a killed test run does not leave a metastore behind.
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
-def _free_port() -> int:
-    # HMS 2.3 binds every interface, so probe the wildcard address.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
 
 
 def _pid_listens(pid: int, port: int) -> bool:
@@ -284,7 +266,7 @@ class JavaHMS:
         deadline = began + timeout
         for attempt in range(3 if auto_port else 1):
             if auto_port:
-                self.port = _free_port()
+                self.port = free_port("")  # HMS 2.3 binds every interface
             self._write_conf()
             log_start = self.log.stat().st_size if self.log.exists() else 0
             with open(self.log, "ab") as logf:
@@ -295,7 +277,7 @@ class JavaHMS:
                     stderr=subprocess.STDOUT,
                     cwd=self.base_dir,
                     start_new_session=True,  # a Ctrl-C in the test run reaches pytest, which stops us
-                    preexec_fn=_die_with_parent if self.die_with_parent else None,
+                    preexec_fn=die_with_parent if self.die_with_parent else None,
                 )
             last_error: Exception | None = None
             while True:

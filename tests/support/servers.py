@@ -17,14 +17,24 @@ from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGTERM this child when the process that started it dies (no orphans)."""
+def die_with_parent() -> None:
+    """For ``preexec_fn``: ask Linux to SIGTERM the child when the thread that started it exits,
+    so an interrupted test run leaves no server behind (PR_SET_PDEATHSIG)."""
     try:
         import ctypes
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except Exception:
         pass
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` right now ("" probes every interface)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
 
 
 _LISTEN = re.compile(r"hivemesh metastore listening on (\S+):(\d+)")
@@ -62,7 +72,7 @@ class HivemeshProcess:
         ]  # fmt: skip
         logf = open(self.log, "a", encoding="utf-8")  # noqa: SIM115 - closed with the process
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=logf, text=True, preexec_fn=_die_with_parent
+            cmd, stdout=subprocess.PIPE, stderr=logf, text=True, preexec_fn=die_with_parent
         )
         found: list[tuple[str, int]] = []
 
