@@ -47,31 +47,14 @@ SPARK_TEST_CONF: dict[str, str] = {
     "spark.driver.memory": "1g",
 }
 SPARK_MASTER = "local[2]"
-
-_LOG4J2 = """\
-# JVM logging of the Spark sessions of the test suite: errors only, on stderr.
-status = error
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-rootLogger.level = error
-rootLogger.appenderRef.console.ref = console
-logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
-logger.gateway.level = error
-logger.datanucleus.name = DataNucleus
-logger.datanucleus.level = error
-"""
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def write_log4j2(path: Path) -> Path:
-    """Write the quiet Log4j 2 configuration to ``path``; pass it with :func:`driver_java_options`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_LOG4J2, encoding="utf-8")
-    return path
+    """Write a Log4j 2 configuration (errors only) to ``path``; pass it with :func:`driver_java_options`."""
+    from hivemesh.quickstart.session import write_log4j2_config
+
+    return write_log4j2_config(path, "error")
 
 
 def driver_java_options(log4j2: Path, *extra: str) -> str:

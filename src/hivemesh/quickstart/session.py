@@ -19,7 +19,7 @@ QUICKSTART_CONF: dict[str, str] = {
 }
 
 _LOG4J2 = """\
-# Written by hivemesh quickstart: JVM log output of the quickstart's Spark driver.
+# Written by hivemesh: JVM log output of a Spark driver.
 status = error
 appender.console.type = Console
 appender.console.name = console
