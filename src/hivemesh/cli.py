@@ -49,6 +49,21 @@ def main() -> None:
 @click.option("--framed/--unframed", default=None, help="Framed Thrift transport.  [default: unframed]")
 @click.option("--compact/--binary", default=None, help="Compact Thrift protocol.  [default: binary]")
 @click.option("--metrics-port", type=int, default=None, help="Serve Prometheus /metrics on this HTTP port.")
+@click.option(
+    "--txn-timeout",
+    "txn_timeout_s",
+    type=float,
+    default=None,
+    help="hive.txn.timeout in seconds: txns and txn-less locks without a heartbeat this long are "
+    "aborted / released.  [default: 300]",
+)
+@click.option(
+    "--housekeeping-interval",
+    "housekeeping_interval_s",
+    type=float,
+    default=None,
+    help="Seconds between reaping timed-out txns/locks and purging old txn records and events.  [default: 60]",
+)
 def metastore(config_path: str | None, **opts: object) -> None:
     """Serve the Hive Metastore Thrift API on SQLite or PostgreSQL.
 

@@ -44,7 +44,25 @@ class MetastoreConfig(BaseModel):
     metrics_port: int | None = Field(
         None, ge=0, le=65535, description="HTTP port serving Prometheus /metrics (off when unset)"
     )
-    txn_timeout_s: int = Field(300, ge=1, description="hive.txn.timeout, seconds")
+    txn_timeout_s: float = Field(
+        300,
+        gt=0,
+        description="hive.txn.timeout: open txns and txn-less locks without a heartbeat this long "
+        "(seconds) are aborted / released",
+    )
+    housekeeping_interval_s: float = Field(
+        60, gt=0, description="how often timed-out txns and locks are reaped and old records purged, seconds"
+    )
+    txn_retention_s: int = Field(
+        86400,
+        ge=0,
+        description="how long completed txn records are kept, seconds (never below an open snapshot)",
+    )
+    event_retention_s: int = Field(
+        7 * 86400,
+        ge=0,
+        description="how long notification events are kept, seconds (never ahead of a reader)",
+    )
 
     @field_validator("db")
     @classmethod

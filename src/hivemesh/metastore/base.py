@@ -62,19 +62,56 @@ def env_props(environment_context: object) -> dict[str, str]:
 
 
 @dataclass
+class PendingEvent:
+    """A notification event recorded by a call, written to ``NOTIFICATION_LOG`` when its transaction ends."""
+
+    event_type: str
+    message: str
+    db: str | None = None
+    table: str | None = None
+    catalog: str | None = DEFAULT_CATALOG
+
+
+@dataclass
 class Tx:
-    """An open write transaction: the connection, and file-system work to run after it commits."""
+    """An open write transaction: the connection, its notification events, and file-system work
+    to run after it commits.
+
+    Events recorded with :meth:`event` are appended to the notification log inside the same
+    database transaction (no event without the change, no change without the event).
+    """
 
     conn: sa.Connection
     after_commit: list[Callable[[], object]] = field(default_factory=list)
+    events: list[PendingEvent] = field(default_factory=list)
+
+    def event(
+        self,
+        event_type: str,
+        message: str,
+        db: str | None = None,
+        table: str | None = None,
+        catalog: str | None = DEFAULT_CATALOG,
+    ) -> None:
+        """Record a notification event (Hive event type string, JSON message) for this transaction."""
+        self.events.append(PendingEvent(event_type, message, db, table, catalog))
+
+    def flush_events(self) -> list[int]:
+        """Append the recorded events to the notification log now; returns their event ids."""
+        from hivemesh.metastore.notification_log import append_events
+
+        ids = append_events(self.conn, self.events)
+        self.events = []
+        return ids
 
 
 class CatalogBase:
     """State and helpers common to every handler mixin of :class:`LocalMetastore`."""
 
-    def __init__(self, store: Store, warehouse: str):
+    def __init__(self, store: Store, warehouse: str, txn_timeout_s: float = 300):
         self.store = store
         self.warehouse = paths.normalize_location(warehouse)
+        self.txn_timeout_ms = int(txn_timeout_s * 1000)  # hive.txn.timeout
 
     # ---- transactions
     @contextmanager
@@ -83,6 +120,8 @@ class CatalogBase:
         with self.store.write() as conn:
             tx = Tx(conn)
             yield tx
+            if tx.events:
+                tx.flush_events()
         for action in tx.after_commit:
             try:
                 action()

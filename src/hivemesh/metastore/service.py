@@ -11,6 +11,7 @@ from types import FrameType
 
 from hivemesh.config import MetastoreConfig
 from hivemesh.metastore.handler import LocalMetastore
+from hivemesh.metastore.housekeeper import Housekeeper
 from hivemesh.metastore.metrics import ServiceMetrics
 from hivemesh.metastore.store import Store
 from hivemesh.thrift.processor import HMSProcessor
@@ -37,6 +38,7 @@ class MetastoreService:
         self.store: Store | None = None
         self.handler: LocalMetastore | None = None
         self.server: ThriftServer | None = None
+        self.housekeeper: Housekeeper | None = None
         self.metrics = ServiceMetrics()
         self.metrics_port: int | None = None
         self._thread: threading.Thread | None = None
@@ -54,9 +56,13 @@ class MetastoreService:
             self.store = Store(self.cfg.db)
         except Exception as e:
             raise StartupError(f"cannot open the metadata store {self.cfg.db}: {_first_line(e)}") from e
-        self.handler = LocalMetastore(
-            self.store, self.cfg.warehouse, {"hive.txn.timeout": str(self.cfg.txn_timeout_s)}
-        )
+        self.handler = LocalMetastore(self.store, self.cfg.warehouse, txn_timeout_s=self.cfg.txn_timeout_s)
+        self.housekeeper = Housekeeper(
+            self.handler,
+            self.cfg.housekeeping_interval_s,
+            self.cfg.txn_retention_s,
+            self.cfg.event_retention_s,
+        ).start()
         processor = HMSProcessor(self.handler, observer=self.metrics.observe)
         self.server = ThriftServer(
             processor,
@@ -88,6 +94,8 @@ class MetastoreService:
 
     def stop(self) -> None:
         """Stop serving and release the store's connections."""
+        if self.housekeeper is not None:
+            self.housekeeper.stop()
         if self.server is not None:
             self.server.stop()
         if self._thread is not None:

@@ -34,3 +34,46 @@ def allow_exception_chaining(*modules: ModuleType) -> None:
                 and "__setattr__" in cls.__dict__
             ):
                 cls.__setattr__ = _setattr  # type: ignore[assignment]
+
+
+_NOTIFICATION_FILTERS = (
+    (4, "catName", None),
+    (5, "dbName", None),
+    (6, "tableNames", (11, "UTF8", False)),
+    (7, "eventTypeList", (11, "UTF8", False)),
+)
+
+
+def add_notification_filters() -> None:
+    """Teach ``NotificationEventRequest`` the filter fields of newer Hive IDLs (idempotent).
+
+    The bindings shipped with pyiceberg stop at field 3 (eventTypeSkipList); Hive 4 adds
+    ``4: catName``, ``5: dbName``, ``6: tableNames`` and Hive 4.1 ``7: eventTypeList``, which
+    clients such as Hive's replication send. Without this they would be skipped on decode.
+    The accelerated protocols use the extended spec; the pure-Python fallback still skips them.
+    """
+    from hive_metastore import ThriftHiveMetastore as service
+    from hive_metastore.ttypes import NotificationEventRequest
+    from thrift.Thrift import TType
+
+    cls = NotificationEventRequest
+    if getattr(cls, "_hivemesh_filters", False):
+        return
+    spec = list(cls.thrift_spec)
+    for fid, name, elem in _NOTIFICATION_FILTERS:
+        while len(spec) <= fid:
+            spec.append(None)
+        spec[fid] = (fid, TType.LIST, name, elem, None) if elem else (fid, TType.STRING, name, "UTF8", None)
+    cls.thrift_spec = tuple(spec)
+    base_init = cls.__init__
+
+    def __init__(self, lastEvent=None, maxEvents=None, eventTypeSkipList=None, **filters):  # noqa: N803
+        base_init(self, lastEvent, maxEvents, eventTypeSkipList)
+        for _, name, _ in _NOTIFICATION_FILTERS:
+            setattr(self, name, filters.pop(name, None))
+        if filters:
+            raise TypeError(f"unexpected NotificationEventRequest fields: {sorted(filters)}")
+
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    service.get_next_notification_args.thrift_spec[1][3][1] = cls.thrift_spec
+    cls._hivemesh_filters = True  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ from typing import Any
 
 from hive_metastore import ThriftHiveMetastore
 from hive_metastore.ttypes import MetaException
-from thrift.Thrift import TApplicationException, TMessageType, TType
+from thrift.Thrift import TApplicationException, TException, TMessageType, TType
 
 log = logging.getLogger("hivemesh.thrift")
 
@@ -81,6 +81,15 @@ class _GuardedHandler:
                 raise
             except TApplicationException:
                 raise
+            except TException as e:
+                # An HMS exception the method does not declare (open_txns, get_next_notification ...)
+                # cannot travel as a result: send its message the way Java servers send theirs.
+                _outcome.error = type(e).__name__
+                msg = getattr(e, "message", None) or str(e)
+                log.info("%s: %s: %s", name, type(e).__name__, msg)
+                raise TApplicationException(
+                    TApplicationException.INTERNAL_ERROR, f"Internal error processing {name}: {msg}"
+                ) from e
             except Exception as e:
                 log.exception("%s failed", name)
                 if can_meta:

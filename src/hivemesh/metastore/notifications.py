@@ -1,0 +1,202 @@
+"""HMS notification-log methods: reading the log, INSERT and ACID_WRITE events, and its retention.
+
+Metadata changes append their events themselves (``Tx.event`` in each mixin); this mixin serves
+``get_next_notification`` / ``get_current_notificationEventId`` / ``get_notification_events_count``,
+appends the events clients fire (``fire_listener_event``: INSERT; ``add_write_notification_log``:
+ACID_WRITE_EVENT, also kept for the txn's COMMIT_TXN event) and removes old events.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from hive_metastore.ttypes import (
+    CurrentNotificationEventId,
+    FireEventResponse,
+    InsertEventRequestData,
+    MetaException,
+    NotificationEventResponse,
+    NotificationEventsCountResponse,
+    Partition,
+    Table,
+    WriteNotificationLogBatchResponse,
+    WriteNotificationLogResponse,
+)
+from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
+from thrift.TSerialization import serialize
+
+from hivemesh.metastore import notification_log, paths
+from hivemesh.metastore.base import CatalogBase, now_s
+from hivemesh.metastore.txn_schema import TXN_WRITE_NOTIFICATION_LOG
+
+READER_MEMORY_S = 3600  # a get_next_notification position pins the events after it this long
+
+
+def thrift_json(obj: object) -> str:
+    """Thrift TJSONProtocol text of a Thrift object (what Hive stores in WNL_TABLE_OBJ)."""
+    return serialize(obj, TJSONProtocolFactory()).decode("utf-8")
+
+
+class NotificationMixin(CatalogBase):
+    """Notification-log methods of :class:`LocalMetastore`."""
+
+    _reader_lock = threading.Lock()
+
+    def _note_reader(self, last_event: int) -> None:
+        positions: dict[int, float] = self.__dict__.setdefault("_reader_positions", {})
+        now = time.monotonic()
+        with self._reader_lock:
+            positions[last_event] = now
+            for pos, seen in list(positions.items()):
+                if now - seen > READER_MEMORY_S:
+                    del positions[pos]
+
+    def oldest_reader_position(self) -> int | None:
+        """The lowest ``lastEvent`` asked for by get_next_notification in the last hour (None: none).
+        Retention never removes events after it, so a reader paging through the log sees no gap."""
+        positions: dict[int, float] = self.__dict__.get("_reader_positions", {})
+        now = time.monotonic()
+        with self._reader_lock:
+            live = [p for p, seen in positions.items() if now - seen <= READER_MEMORY_S]
+        return min(live) if live else None
+
+    # ------------------------------------------------------------------ reading
+    def get_next_notification(self, rqst) -> NotificationEventResponse:  # type: ignore[no-untyped-def]
+        """NotificationEventRequest -> events with id > ``lastEvent`` in id order.
+
+        ``maxEvents`` caps the count (all when unset or <= 0); ``eventTypeSkipList`` leaves types
+        out; Hive 4's ``catName``/``dbName``/``tableNames`` and ``eventTypeList`` filter further.
+        """
+        self._note_reader(rqst.lastEvent or 0)
+        with self.read() as conn:
+            events = notification_log.read_events(
+                conn,
+                rqst.lastEvent or 0,
+                rqst.maxEvents,
+                rqst.eventTypeSkipList or (),
+                getattr(rqst, "catName", None),
+                getattr(rqst, "dbName", None),
+                getattr(rqst, "tableNames", None),
+                getattr(rqst, "eventTypeList", None),
+            )
+        return NotificationEventResponse(events=events)
+
+    def get_current_notificationEventId(self) -> CurrentNotificationEventId:  # noqa: N802 - Thrift name
+        """Id of the newest event (0 when the log is empty and was always empty)."""
+        with self.read() as conn:
+            return CurrentNotificationEventId(eventId=notification_log.current_event_id(conn))
+
+    def get_notification_events_count(self, rqst) -> NotificationEventsCountResponse:  # type: ignore[no-untyped-def]
+        """NotificationEventsCountRequest(fromEventId, dbName, catName, toEventId, limit) -> count of
+        events after ``fromEventId`` (up to ``toEventId``) in that database, capped at ``limit``."""
+        with self.read() as conn:
+            n = notification_log.count_events(
+                conn, rqst.fromEventId or 0, rqst.toEventId, rqst.catName, rqst.dbName, rqst.limit
+            )
+        return NotificationEventsCountResponse(eventsCount=n)
+
+    # ------------------------------------------------------------------ events fired by clients
+    def _event_objects(
+        self, db: str, table: str, partition_vals: list[str] | None
+    ) -> tuple[Table, Partition | None]:
+        tbl = self.get_table(db, table)  # type: ignore[attr-defined]
+        part = None
+        if partition_vals:
+            part = self.get_partition(db, table, list(partition_vals))  # type: ignore[attr-defined]
+        return tbl, part
+
+    def fire_listener_event(self, rqst) -> FireEventResponse:  # type: ignore[no-untyped-def]
+        """FireEventRequest(successful, data{insertData | insertDatas}, dbName, tableName,
+        partitionVals) -> the ids of the INSERT events appended (one per insert data; an
+        ``insertDatas`` entry names its partition in ``partitionVal``). Nothing is appended for an
+        unsuccessful request. NoSuchObjectException for a missing table or partition."""
+        from hivemesh.metastore import events
+
+        data = rqst.data
+        if data is None:
+            raise MetaException("FireEventRequest without data")
+        if not rqst.successful:
+            return FireEventResponse(eventIds=[])
+        items: list[tuple[InsertEventRequestData, list[str] | None]] = []
+        if data.insertData is not None:
+            items.append((data.insertData, rqst.partitionVals))
+        for d in data.insertDatas or []:
+            items.append((d, d.partitionVal or rqst.partitionVals))
+        if not items:
+            raise MetaException("Only INSERT events can be fired (FireEventRequestData.insertData)")
+        prepared = []
+        for d, vals in items:
+            tbl, part = self._event_objects(rqst.dbName, rqst.tableName, vals)
+            prepared.append((tbl, part, d))
+        with self.write() as tx:
+            for tbl, part, d in prepared:
+                tx.event(
+                    events.INSERT,
+                    events.insert_message(tbl, part, d),
+                    db=tbl.dbName,
+                    table=tbl.tableName,
+                    catalog=tbl.catName,
+                )
+            ids = tx.flush_events()
+        return FireEventResponse(eventIds=ids)
+
+    def add_write_notification_log(self, rqst) -> WriteNotificationLogResponse:  # type: ignore[no-untyped-def]
+        """WriteNotificationLogRequest(txnId, writeId, db, table, fileInfo, partitionVals): record
+        the files an open txn wrote; appends ACID_WRITE_EVENT now and lists the write in the txn's
+        COMMIT_TXN event. NoSuchTxnException / TxnAbortedException when the txn is not open,
+        NoSuchObjectException for a missing table or partition."""
+        self._write_notifications([rqst])
+        return WriteNotificationLogResponse()
+
+    def add_write_notification_log_in_batch(self, rqst) -> WriteNotificationLogBatchResponse:  # type: ignore[no-untyped-def]
+        """WriteNotificationLogBatchRequest(catalog, db, table, requestList): several
+        :meth:`add_write_notification_log` calls in one transaction."""
+        self._write_notifications(list(rqst.requestList or []))
+        return WriteNotificationLogBatchResponse()
+
+    def _write_notifications(self, requests: list) -> None:  # type: ignore[type-arg]
+        from hivemesh.metastore import events
+
+        prepared = []
+        for r in requests:
+            tbl, part = self._event_objects(r.db, r.table, r.partitionVals)
+            prepared.append((r, tbl, part))
+        with self.write() as tx:
+            for r, tbl, part in prepared:
+                self.open_txn_row(tx.conn, r.txnId)  # type: ignore[attr-defined]
+                info = r.fileInfo or InsertEventRequestData(filesAdded=[])
+                files = ",".join(info.filesAdded or [])
+                part_name = None
+                if part is not None:
+                    part_name = paths.make_part_name([k.name for k in tbl.partitionKeys], part.values)
+                tx.conn.execute(
+                    TXN_WRITE_NOTIFICATION_LOG.insert().values(
+                        WNL_TXNID=r.txnId,
+                        WNL_WRITEID=r.writeId,
+                        WNL_DATABASE=tbl.dbName,
+                        WNL_TABLE=tbl.tableName,
+                        WNL_PARTITION=part_name or "",
+                        WNL_TABLE_OBJ=thrift_json(tbl),
+                        WNL_PARTITION_OBJ=thrift_json(part) if part is not None else None,
+                        WNL_FILES=files,
+                        WNL_EVENT_TIME=now_s(),
+                    )
+                )
+                tx.event(
+                    events.ACID_WRITE_EVENT,
+                    events.acid_write_message(r.txnId, r.writeId, tbl, part, info),
+                    db=tbl.dbName,
+                    table=tbl.tableName,
+                    catalog=tbl.catName,
+                )
+
+    # ------------------------------------------------------------------ retention
+    def purge_events(self, retention_s: int, now: int | None = None) -> int:
+        """Remove events older than ``retention_s`` seconds, keeping every event after the oldest
+        position a reader asked for in the last hour. Returns how many were removed."""
+        now = now if now is not None else now_s()
+        with self.write() as tx:
+            return notification_log.delete_older_than(
+                tx.conn, now - retention_s, self.oldest_reader_position()
+            )
