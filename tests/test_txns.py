@@ -33,6 +33,7 @@ from hive_metastore.ttypes import (
 )
 from thrift.Thrift import TApplicationException
 
+from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
 from hivemesh.metastore.handler import LocalMetastore
 from hivemesh.metastore.store import Store
 from hivemesh.metastore.txns import java_bitset_bytes, parse_valid_txn_list
@@ -47,32 +48,13 @@ def open_txns(hms, n: int = 1, **kw) -> list[int]:  # type: ignore[no-untyped-de
 
 
 def valid_txn_list(hms, current: int | None = None) -> str:  # type: ignore[no-untyped-def]
-    """ValidTxnList string from get_open_txns, built as Hive's TxnCommonUtils.createValidReadTxnList."""
-    r = hms.get_open_txns()
-    aborted = int.from_bytes(r.abortedBits or b"", "little")
-    hwm = min(current, r.txn_high_water_mark) if current else r.txn_high_water_mark
-    opened, abort, min_open = [], [], LONG_MAX
-    for i, t in enumerate(r.open_txns):
-        if current and t >= current:
-            break
-        if aborted >> i & 1:
-            abort.append(t)
-        else:
-            min_open = min(min_open, t)
-            opened.append(t)
-    return f"{hwm}:{min_open}:{','.join(map(str, opened))}:{','.join(map(str, abort))}"
+    """ValidTxnList string from get_open_txns (Hive's TxnCommonUtils.createValidReadTxnList)."""
+    return str(ValidTxnList.from_open_txns(hms.get_open_txns(), current))
 
 
 def write_id_string(t) -> str:  # type: ignore[no-untyped-def]
     """ValidReaderWriteIdList.writeToString of a TableValidWriteIds."""
-    bits = int.from_bytes(t.abortedBits or b"", "little")
-    opened = [w for i, w in enumerate(t.invalidWriteIds) if not bits >> i & 1]
-    aborted = [w for i, w in enumerate(t.invalidWriteIds) if bits >> i & 1]
-    min_open = t.minOpenWriteId if t.minOpenWriteId is not None else LONG_MAX
-    return (
-        f"{t.fullTableName}:{t.writeIdHighWaterMark}:{min_open}:"
-        f"{','.join(map(str, opened))}:{','.join(map(str, aborted))}"
-    )
+    return str(ValidWriteIdList.from_table_valid_write_ids(t))
 
 
 def write_ids(hms, tables: list[str], current: int | None = None) -> dict[str, str]:  # type: ignore[no-untyped-def]
@@ -98,6 +80,11 @@ def test_java_bitset_bytes_matches_java_layout() -> None:
 def test_parse_valid_txn_list() -> None:
     assert parse_valid_txn_list("174:9223372036854775807::") == (174, set(), set())
     assert parse_valid_txn_list("10:5:5,7:6") == (10, {5, 7}, {6})
+    assert parse_valid_txn_list("12:1:1-5,8:9-11") == (
+        12,
+        {1, 2, 3, 4, 5, 8},
+        {9, 10, 11},
+    )  # Hive 3.1+ ranges
     with pytest.raises(MetaException):
         parse_valid_txn_list("x:1::")
 

@@ -45,6 +45,7 @@ from hive_metastore.ttypes import (
     WriteEventInfo,
 )
 
+from hivemesh.acid.snapshots import ValidTxnList
 from hivemesh.metastore.base import CatalogBase
 from hivemesh.metastore.schema import TABLE_PARAMS
 from hivemesh.metastore.txn_schema import (
@@ -88,17 +89,15 @@ def java_bitset_bytes(bits: Iterable[int]) -> bytes:
 def parse_valid_txn_list(text: str) -> tuple[int, set[int], set[int]]:
     """High watermark, open ids and aborted ids of a ValidTxnList string.
 
-    format: Hive ValidReadTxnList.writeToString, ``hwm:minOpen:open,ids:aborted,ids``;
+    format: Hive ValidReadTxnList.writeToString, ``hwm:minOpen:open:aborted`` with ids
+    comma-separated and, since Hive 3.1, runs of consecutive ids as ``a-b``;
     raises MetaException when malformed.
     """
     try:
-        parts = text.split(":")
-        hwm = int(parts[0])
-        open_ids = {int(x) for x in parts[2].split(",") if x} if len(parts) > 2 else set()
-        aborted = {int(x) for x in parts[3].split(",") if x} if len(parts) > 3 else set()
-    except (ValueError, IndexError, AttributeError) as e:
+        v = ValidTxnList.parse(text)
+    except ValueError as e:
         raise MetaException(f"Invalid ValidTxnList {text!r}: {e}") from None
-    return hwm, open_ids, aborted
+    return v.high_watermark, set(v.open_txns), set(v.aborted_txns)
 
 
 class TxnMixin(CatalogBase):
