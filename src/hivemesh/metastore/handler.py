@@ -24,19 +24,30 @@ from hive_metastore.ttypes import (
 from hivemesh import __version__
 from hivemesh.metastore.databases import DEFAULT_DB, DatabaseMixin
 from hivemesh.metastore.functions import FunctionMixin
+from hivemesh.metastore.locks import LockMixin
+from hivemesh.metastore.notifications import NotificationMixin
 from hivemesh.metastore.partitions import PartitionMixin
 from hivemesh.metastore.requests import RequestFormsMixin
 from hivemesh.metastore.schema import CTLGS, DBS
 from hivemesh.metastore.statistics import StatisticsMixin
 from hivemesh.metastore.store import Store
 from hivemesh.metastore.tables import TableMixin
+from hivemesh.metastore.txns import TxnMixin
 from hivemesh.thrift.server import connection
 
 HIVE_VERSION = "4.0.0"  # the Hive IDL this metastore speaks (reported by getVersion)
 
 
 class LocalMetastore(
-    DatabaseMixin, TableMixin, PartitionMixin, FunctionMixin, StatisticsMixin, RequestFormsMixin
+    DatabaseMixin,
+    TableMixin,
+    PartitionMixin,
+    FunctionMixin,
+    StatisticsMixin,
+    RequestFormsMixin,
+    TxnMixin,
+    LockMixin,
+    NotificationMixin,
 ):
     """An HMS-compatible catalog on SQLite or PostgreSQL.
 
@@ -45,14 +56,16 @@ class LocalMetastore(
     Creates the ``hive`` catalog and the ``default`` database when missing. Thread-safe.
     """
 
-    def __init__(self, store: Store, warehouse: str, conf: dict[str, str] | None = None):
-        super().__init__(store, warehouse)
+    def __init__(
+        self, store: Store, warehouse: str, conf: dict[str, str] | None = None, txn_timeout_s: float = 300
+    ):
+        super().__init__(store, warehouse, txn_timeout_s)
         self.started = int(time.time())
         self.conf = {
             "hive.metastore.warehouse.dir": self.warehouse,
             "metastore.warehouse.dir": self.warehouse,
-            "hive.txn.timeout": "300",
-            "metastore.txn.timeout": "300",
+            "hive.txn.timeout": f"{txn_timeout_s:g}s",
+            "metastore.txn.timeout": f"{txn_timeout_s:g}s",
             "hive.metastore.uris": "",
             "hive.metastore.client.socket.timeout": "600",
             **(conf or {}),

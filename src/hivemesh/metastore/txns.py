@@ -429,6 +429,9 @@ class TxnMixin(CatalogBase):
         ts = now_ms()
         with self.write() as tx:
             c = tx.conn
+            if ids.lockid:
+                # NEXT_LOCK_ID before any TXNS row: the order lock/check_lock take them in
+                self._serialize_lock_decisions(c)  # type: ignore[attr-defined]
             if ids.txnid:
                 self.open_txn_row(c, ids.txnid, for_update=True)
                 c.execute(
