@@ -442,3 +442,87 @@ def test_event_retention_spares_readers(local: LocalMetastore) -> None:
     assert left == [last - 2, last - 1, last]
     assert removed == last - 3
     assert m.get_current_notificationEventId().eventId == last  # ids continue after a purge
+
+
+def _table(db: str, name: str, partitioned: bool = False):  # type: ignore[no-untyped-def]
+    from hive_metastore.ttypes import FieldSchema, SerDeInfo, StorageDescriptor, Table
+
+    sd = StorageDescriptor(
+        cols=[FieldSchema("id", "int", None)],
+        inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+        serdeInfo=SerDeInfo(serializationLib="org.apache.hadoop.hive.ql.io.orc.OrcSerde", parameters={}),
+    )
+    return Table(
+        tableName=name,
+        dbName=db,
+        sd=sd,
+        partitionKeys=[FieldSchema("p", "string", None)] if partitioned else [],
+        parameters={"transactional": "true"},
+        tableType="MANAGED_TABLE",
+    )
+
+
+def test_acid_write_and_insert_events(hms, unique_name: str) -> None:  # type: ignore[no-untyped-def]
+    from hive_metastore.ttypes import (
+        FireEventRequest,
+        FireEventRequestData,
+        InsertEventRequestData,
+        Partition,
+        WriteNotificationLogRequest,
+    )
+
+    hms.create_table(_table("default", unique_name, partitioned=True))
+    tbl = hms.get_table("default", unique_name)
+    sd = tbl.sd
+    hms.add_partition(Partition(values=["a"], dbName="default", tableName=unique_name, sd=sd, parameters={}))
+    start = hms.get_current_notificationEventId().eventId
+    (t,) = open_txns(hms, 1)
+    (w,) = allocate(hms, "default", unique_name, [t])
+    files = [f"{sd.location}/p=a/delta_{w:07d}_{w:07d}_0000/bucket_00000"]
+    hms.add_write_notification_log(
+        WriteNotificationLogRequest(
+            txnId=t, writeId=w, db="default", table=unique_name,
+            fileInfo=InsertEventRequestData(filesAdded=files), partitionVals=["a"],
+        )
+    )  # fmt: skip
+    hms.commit_txn(CommitTxnRequest(txnid=t))
+    evs = _events_after(hms, start)
+    assert [e.eventType for e in evs] == [
+        "OPEN_TXN",
+        "ALLOC_WRITE_ID_EVENT",
+        "ACID_WRITE_EVENT",
+        "COMMIT_TXN",
+    ]
+    acid = json.loads(evs[2].message)
+    assert acid["txnid"] == t and acid["writeId"] == w and evs[2].tableName == unique_name
+    commit = json.loads(evs[3].message)
+    assert commit["txnid"] == t and commit["writeIds"] == [w] and commit["tables"] == [unique_name]
+    assert commit["databases"] == ["default"] and files[0] in json.dumps(commit["files"])
+    # the txn is over; the call declares no exception, so the message comes in a TApplicationException
+    with pytest.raises(TApplicationException, match=f"Transaction txnid:{t} is already committed"):
+        hms.add_write_notification_log(
+            WriteNotificationLogRequest(
+                txnId=t,
+                writeId=w,
+                db="default",
+                table=unique_name,
+                fileInfo=InsertEventRequestData(filesAdded=[]),
+            )
+        )
+    ids = hms.fire_listener_event(
+        FireEventRequest(
+            successful=True, data=FireEventRequestData(insertData=InsertEventRequestData(filesAdded=["f1"])),
+            dbName="default", tableName=unique_name, partitionVals=["a"],
+        )
+    ).eventIds  # fmt: skip
+    (ins,) = _events_after(hms, ids[0] - 1)
+    assert ins.eventType == "INSERT" and ins.eventId == ids[0] and "f1" in ins.message
+    with pytest.raises(TApplicationException, match="table not found"):  # no declared exception either
+        hms.fire_listener_event(
+            FireEventRequest(
+                successful=True, data=FireEventRequestData(insertData=InsertEventRequestData(filesAdded=[])),
+                dbName="default", tableName=unique_name + "_missing",
+            )
+        )  # fmt: skip
+    hms.drop_table("default", unique_name, True)

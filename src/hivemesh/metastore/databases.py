@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
     Database,
+    Function,
     InvalidObjectException,
     InvalidOperationException,
     MetaException,
@@ -12,7 +13,7 @@ from hive_metastore.ttypes import (
     PrincipalType,
 )
 
-from hivemesh.metastore import paths
+from hivemesh.metastore import events, paths
 from hivemesh.metastore.base import CatalogBase, matches_pattern, now_s, validate_name
 from hivemesh.metastore.schema import DATABASE_PARAMS, DBS, FUNCS, TBLS
 from hivemesh.thrift.names import db_ref, parse_db_name
@@ -83,7 +84,13 @@ class DatabaseMixin(CatalogBase):
                         for k, v in database.parameters.items()
                     ],
                 )
+            created = self._to_database(tx.conn, self._db_by_id(tx.conn, db_id))
+            tx.event(events.CREATE_DATABASE, events.create_database_message(created), db=name, catalog=cat)
             tx.after_commit.append(lambda: paths.make_dirs(location))
+
+    @staticmethod
+    def _db_by_id(conn: sa.Connection, db_id: int) -> sa.Row:
+        return conn.execute(sa.select(DBS).where(DBS.c.DB_ID == db_id)).one()
 
     def get_database(self, name: str) -> Database:
         """Raises NoSuchObjectException ("There is no database named x")."""
@@ -111,6 +118,7 @@ class DatabaseMixin(CatalogBase):
         """Replace description, location, owner and parameters; raises NoSuchObjectException."""
         with self.write() as tx:
             row = self.db_row(tx.conn, dbname)
+            before = self._to_database(tx.conn, row)
             values = {
                 "DESC": db.description if db.description is not None else row.DESC,
                 "OWNER_NAME": db.ownerName if db.ownerName is not None else row.OWNER_NAME,
@@ -129,11 +137,19 @@ class DatabaseMixin(CatalogBase):
                             for k, v in db.parameters.items()
                         ],
                     )
+            after = self._to_database(tx.conn, self._db_by_id(tx.conn, row.DB_ID))
+            tx.event(
+                events.ALTER_DATABASE,
+                events.alter_database_message(before, after),
+                db=row.NAME,
+                catalog=row.CTLG_NAME,
+            )
 
     def drop_database(self, name: str, deleteData: bool, cascade: bool) -> None:  # noqa: N803 - Thrift names
         """Drop a database; with ``cascade`` its tables and functions too.
 
-        Raises NoSuchObjectException; InvalidOperationException when not empty without cascade;
+        Events, in Hive's order (HMSHandler.drop_database_core): DROP_FUNCTION per function,
+        DROP_TABLE per table (no DROP_PARTITION), then DROP_DATABASE. Raises NoSuchObjectException; InvalidOperationException when not empty without cascade;
         MetaException for ``default``. Managed data and (with ``deleteData``) the database
         directory are deleted after the metadata change commits.
         """
@@ -157,12 +173,21 @@ class DatabaseMixin(CatalogBase):
                     raise InvalidOperationException(
                         f"Database {db} is not empty. One or more functions exist."
                     )
-            for t in tables:
-                self._drop_table_tx(tx, db_ref(row.NAME, cat), t, deleteData)
+            database = self._to_database(tx.conn, row)
             if funcs:
                 tx.conn.execute(FUNCS.delete().where(FUNCS.c.DB_ID == row.DB_ID))
+                for f in funcs:
+                    tx.event(
+                        events.DROP_FUNCTION,
+                        events.drop_function_message(Function(functionName=f, dbName=row.NAME, catName=cat)),
+                        db=row.NAME,
+                        catalog=cat,
+                    )
+            for t in tables:
+                self._drop_table_tx(tx, db_ref(row.NAME, cat), t, deleteData)
             tx.conn.execute(DATABASE_PARAMS.delete().where(DATABASE_PARAMS.c.DB_ID == row.DB_ID))
             tx.conn.execute(DBS.delete().where(DBS.c.DB_ID == row.DB_ID))
+            tx.event(events.DROP_DATABASE, events.drop_database_message(database), db=row.NAME, catalog=cat)
             if deleteData:
                 loc = row.DB_LOCATION_URI
                 tx.after_commit.append(lambda: paths.delete_dir(loc))

@@ -13,13 +13,18 @@ from hive_metastore.ttypes import (
     ResourceUri,
 )
 
+from hivemesh.metastore import events
 from hivemesh.metastore.base import CatalogBase, matches_pattern, now_s, validate_name
 from hivemesh.metastore.schema import DBS, FUNC_RU, FUNCS
 from hivemesh.thrift.names import db_ref
 
 
 class FunctionMixin(CatalogBase):
-    """create/get/list/alter/drop of permanent functions (``FUNCS``, ``FUNC_RU``)."""
+    """create/get/list/alter/drop of permanent functions (``FUNCS``, ``FUNC_RU``).
+
+    Events: CREATE_FUNCTION and DROP_FUNCTION. ``alter_function`` appends none: Hive has no
+    ALTER_FUNCTION event type and its HMSHandler.alter_function notifies no listener.
+    """
 
     def _load_functions(self, conn: sa.Connection, where: sa.ColumnElement[bool]) -> list[Function]:
         q = (
@@ -52,7 +57,7 @@ class FunctionMixin(CatalogBase):
             for r in found
         ]
 
-    def _insert_function(self, conn: sa.Connection, db_id: int, func: Function) -> None:
+    def _insert_function(self, conn: sa.Connection, db_id: int, func: Function) -> int:
         fid = conn.execute(
             FUNCS.insert().values(
                 DB_ID=db_id,
@@ -72,6 +77,7 @@ class FunctionMixin(CatalogBase):
                     for i, r in enumerate(func.resourceUris)
                 ],
             )
+        return fid
 
     def create_function(self, func: Function) -> None:
         """Raises AlreadyExistsException, NoSuchObjectException (database), InvalidObjectException."""
@@ -88,7 +94,14 @@ class FunctionMixin(CatalogBase):
                 )
             ).first():
                 raise self.already_exists(f"Function {func.functionName} already exists")
-            self._insert_function(tx.conn, row.DB_ID, func)
+            fid = self._insert_function(tx.conn, row.DB_ID, func)
+            created = self._load_functions(tx.conn, fid == FUNCS.c.FUNC_ID)[0]
+            tx.event(
+                events.CREATE_FUNCTION,
+                events.create_function_message(created),
+                db=row.NAME,
+                catalog=row.CTLG_NAME,
+            )
 
     def get_function(self, dbName: str, funcName: str) -> Function:  # noqa: N803 - Thrift names
         """Raises NoSuchObjectException ("Function db.f does not exist": Spark matches that text)."""
@@ -150,3 +163,10 @@ class FunctionMixin(CatalogBase):
             ).rowcount
             if not n:
                 raise NoSuchObjectException(f"Function {db}.{funcName} does not exist")
+            dropped = Function(functionName=funcName.lower(), dbName=row.NAME, catName=row.CTLG_NAME)
+            tx.event(
+                events.DROP_FUNCTION,
+                events.drop_function_message(dropped),
+                db=row.NAME,
+                catalog=row.CTLG_NAME,
+            )

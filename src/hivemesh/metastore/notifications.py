@@ -23,19 +23,13 @@ from hive_metastore.ttypes import (
     WriteNotificationLogBatchResponse,
     WriteNotificationLogResponse,
 )
-from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
-from thrift.TSerialization import serialize
 
 from hivemesh.metastore import notification_log, paths
 from hivemesh.metastore.base import CatalogBase, now_s
+from hivemesh.metastore.events import thrift_json
 from hivemesh.metastore.txn_schema import TXN_WRITE_NOTIFICATION_LOG
 
 READER_MEMORY_S = 3600  # a get_next_notification position pins the events after it this long
-
-
-def thrift_json(obj: object) -> str:
-    """Thrift TJSONProtocol text of a Thrift object (what Hive stores in WNL_TABLE_OBJ)."""
-    return serialize(obj, TJSONProtocolFactory()).decode("utf-8")
 
 
 class NotificationMixin(CatalogBase):
@@ -110,7 +104,8 @@ class NotificationMixin(CatalogBase):
         """FireEventRequest(successful, data{insertData | insertDatas}, dbName, tableName,
         partitionVals) -> the ids of the INSERT events appended (one per insert data; an
         ``insertDatas`` entry names its partition in ``partitionVal``). Nothing is appended for an
-        unsuccessful request. NoSuchObjectException for a missing table or partition."""
+        unsuccessful request. A missing table or partition raises NoSuchObjectException, which reaches
+        Thrift clients as TApplicationException(INTERNAL_ERROR) with its message (the IDL declares none)."""
         from hivemesh.metastore import events
 
         data = rqst.data
@@ -145,7 +140,8 @@ class NotificationMixin(CatalogBase):
         """WriteNotificationLogRequest(txnId, writeId, db, table, fileInfo, partitionVals): record
         the files an open txn wrote; appends ACID_WRITE_EVENT now and lists the write in the txn's
         COMMIT_TXN event. NoSuchTxnException / TxnAbortedException when the txn is not open,
-        NoSuchObjectException for a missing table or partition."""
+        NoSuchObjectException for a missing table or partition; over Thrift these arrive as
+        TApplicationException(INTERNAL_ERROR) with the message (the IDL declares no exception)."""
         self._write_notifications([rqst])
         return WriteNotificationLogResponse()
 

@@ -12,16 +12,21 @@ from hive_metastore.ttypes import (
     AlreadyExistsException,
     AlterPartitionsResponse,
     DropPartitionsResult,
+    FieldSchema,
     GetPartitionsByNamesResult,
     InvalidObjectException,
     InvalidOperationException,
     MetaException,
     NoSuchObjectException,
+    Order,
     Partition,
+    SerDeInfo,
+    SkewedInfo,
     StorageDescriptor,
+    Table,
 )
 
-from hivemesh.metastore import fast_stats, partition_filter, paths, rows
+from hivemesh.metastore import events, fast_stats, partition_filter, paths, rows
 from hivemesh.metastore.base import CatalogBase, Tx, env_props, now_s
 from hivemesh.metastore.schema import (
     PARTITION_KEY_VALS,
@@ -33,6 +38,41 @@ from hivemesh.metastore.schema import (
 from hivemesh.thrift.names import db_ref
 
 DDL_TIME = "transient_lastDdlTime"
+
+
+_NO_SKEW = SkewedInfo(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={})
+
+
+def _params(d: dict | None) -> dict[str, str]:
+    return {k: v if v is not None else "" for k, v in (d or {}).items()}
+
+
+def _as_stored_sd(sd: StorageDescriptor, cols: list[FieldSchema]) -> StorageDescriptor:
+    """``sd`` as :mod:`rows` reads it back after :func:`rows.insert_sds` (so that events carry
+    what ``get_partition`` returns, without reading thousands of partitions again)."""
+    si = sd.serdeInfo or SerDeInfo()
+    return StorageDescriptor(
+        cols=cols,
+        location=sd.location,
+        inputFormat=sd.inputFormat,
+        outputFormat=sd.outputFormat,
+        compressed=bool(sd.compressed),
+        numBuckets=sd.numBuckets if sd.numBuckets is not None else -1,
+        serdeInfo=SerDeInfo(
+            name=si.name,
+            serializationLib=si.serializationLib,
+            parameters=_params(si.parameters),
+            description=si.description,
+            serializerClass=si.serializerClass,
+            deserializerClass=si.deserializerClass,
+            serdeType=si.serdeType,
+        ),
+        bucketCols=list(sd.bucketCols or []),
+        sortCols=[Order(col=o.col, order=int(o.order)) for o in sd.sortCols or []],
+        parameters=_params(sd.parameters),
+        skewedInfo=_NO_SKEW,
+        storedAsSubDirectories=bool(sd.storedAsSubDirectories),
+    )
 
 
 class _TableInfo:
@@ -93,6 +133,10 @@ class PartitionMixin(CatalogBase):
 
     def _load(self, conn: sa.Connection, info: _TableInfo, ids: sa.Select) -> list[Partition]:
         return rows.load_partitions(conn, info.db, info.name, info.cat, ids)
+
+    def _event_table(self, conn: sa.Connection, info: _TableInfo) -> Table:
+        """The table as ``get_table`` returns it, for the objects of partition events."""
+        return self._table_image(conn, info.cat, info.db, info.name)  # type: ignore[attr-defined]
 
     @staticmethod
     def _table_cd(conn: sa.Connection, info: _TableInfo) -> tuple[int, tuple] | None:
@@ -198,6 +242,34 @@ class PartitionMixin(CatalogBase):
         )
         locs = [p.sd.location for p in new_parts if p.sd and p.sd.location]
         tx.after_commit.append(lambda: [paths.make_dirs(loc) for loc in locs])
+        # One ADD_PARTITION event for the whole batch (Hive's add_partitions_core)
+        cols_cache: dict[tuple, list[FieldSchema]] = {}
+        stored = []
+        for p, row in zip(new_parts, part_rows, strict=True):
+            key = rows.columns_key(p.sd.cols)
+            if key not in cols_cache:
+                cols_cache[key] = [FieldSchema(name=n, type=t, comment=c) for n, t, c in key]
+            stored.append(
+                Partition(
+                    values=list(p.values),
+                    dbName=info.db,
+                    tableName=info.name,
+                    createTime=p.createTime,
+                    lastAccessTime=row["LAST_ACCESS_TIME"],
+                    sd=_as_stored_sd(p.sd, list(cols_cache[key])),
+                    parameters=_params(p.parameters),
+                    catName=info.cat,
+                    writeId=row["WRITE_ID"],
+                )
+            )
+        table = self._event_table(conn, info)
+        tx.event(
+            events.ADD_PARTITION,
+            events.add_partition_message(table, stored),
+            db=info.db,
+            table=info.name,
+            catalog=info.cat,
+        )
         return new_parts
 
     def add_partition(self, new_part: Partition) -> Partition:
@@ -495,6 +567,9 @@ class PartitionMixin(CatalogBase):
                     f"alter is not possible: partition {missing[0]} of {info.db}.{info.name} does not exist"
                 )
             ids = [found[n] for n in by_name]
+            before = {
+                tuple(p.values): p for p in rows.load_partitions(conn, info.db, info.name, info.cat, ids)
+            }
             old_sds = (
                 conn.execute(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.PART_ID.in_(ids)))
                 .scalars()
@@ -536,6 +611,20 @@ class PartitionMixin(CatalogBase):
                 conn, PARTITION_PARAMS, "PART_ID", zip(ids, (p.parameters for p in parts), strict=True)
             )
             rows.delete_sds(conn, old_sds)
+            # Hive: one ALTER_PARTITION per partition, in the order of the request
+            after = {
+                tuple(p.values): p for p in rows.load_partitions(conn, info.db, info.name, info.cat, ids)
+            }
+            table = self._event_table(conn, info)
+            for p in parts:
+                key = tuple(p.values)
+                tx.event(
+                    events.ALTER_PARTITION,
+                    events.alter_partition_message(table, before[key], after[key]),
+                    db=info.db,
+                    table=info.name,
+                    catalog=info.cat,
+                )
 
     def alter_partition(self, db_name: str, tbl_name: str, new_part: Partition) -> None:
         """Replace a partition's storage descriptor and parameters; InvalidOperationException if missing."""
@@ -591,6 +680,7 @@ class PartitionMixin(CatalogBase):
             ).first():
                 raise AlreadyExistsException(f"Partition already exists: {info.db}.{info.name} {new_name}")
             old_loc = conn.execute(sa.select(SDS.c.LOCATION).where(SDS.c.SD_ID == row.SD_ID)).scalar()
+            before = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
             conn.execute(
                 PARTITIONS.update().where(PARTITIONS.c.PART_ID == row.PART_ID).values(PART_NAME=new_name)
             )
@@ -618,6 +708,14 @@ class PartitionMixin(CatalogBase):
                 fast_stats.update_fast(params, old_loc, None, new_dir=False, force=True)
             conn.execute(PARTITION_PARAMS.delete().where(PARTITION_PARAMS.c.PART_ID == row.PART_ID))
             rows.insert_params(conn, PARTITION_PARAMS, "PART_ID", [(row.PART_ID, params)])
+            after = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
+            tx.event(  # Hive: a rename is an ALTER_PARTITION from the old to the new partition
+                events.ALTER_PARTITION,
+                events.alter_partition_message(self._event_table(conn, info), before, after),
+                db=info.db,
+                table=info.name,
+                catalog=info.cat,
+            )
             if cur_loc != old_loc:  # last: the directory moves only when everything else succeeded
                 paths.move_dir(old_loc, cur_loc)
 
@@ -656,6 +754,15 @@ class PartitionMixin(CatalogBase):
             )
             self._delete_partition_rows(conn, ids)
             rows.delete_sds(conn, sd_ids)
+            table = self._event_table(conn, info)
+            for p in dropped:  # Hive: one DROP_PARTITION per partition (drop_partitions_req)
+                tx.event(
+                    events.DROP_PARTITION,
+                    events.drop_partition_message(table, [p]),
+                    db=info.db,
+                    table=info.name,
+                    catalog=info.cat,
+                )
             if delete_data and info.managed:
                 locs = [p.sd.location for p in dropped if p.sd and p.sd.location]
                 tx.after_commit.append(lambda: [paths.delete_dir(loc) for loc in locs])

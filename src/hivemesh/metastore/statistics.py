@@ -25,7 +25,7 @@ from hive_metastore.ttypes import (
 from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
 from thrift.TSerialization import deserialize, serialize
 
-from hivemesh.metastore import paths
+from hivemesh.metastore import events, paths
 from hivemesh.metastore.base import CatalogBase, now_s
 from hivemesh.metastore.schema import (
     PART_COL_STATS,
@@ -131,8 +131,8 @@ class StatisticsMixin(CatalogBase):
         owner: int,
         stats: ColumnStatistics,
         engine: str,
+        analyzed: int,
     ) -> None:
-        analyzed = now_s()  # Hive records the server's time of the update, not the client's
         for obj in stats.statsObj or []:
             col = obj.colName.lower()
             conn.execute(
@@ -151,7 +151,9 @@ class StatisticsMixin(CatalogBase):
                 )
             )
 
-    def _update(self, stats: ColumnStatistics, partition: bool) -> bool:
+    def _update(self, stats: ColumnStatistics, partition: bool, write_id: int = -1) -> bool:
+        """Store one ColumnStatistics and append UPDATE_TBL_COL_STAT_EVENT or
+        UPDATE_PART_COL_STAT_EVENT (``write_id``: the request's, -1 when none)."""
         desc = stats.statsDesc
         if desc is None:
             raise InvalidInputException("ColumnStatistics without statsDesc")
@@ -166,15 +168,63 @@ class StatisticsMixin(CatalogBase):
                         f"Column {obj.colName} doesn't exist in table {row.TBL_NAME} in database {row.DB_NAME}"
                     )
             names = [o.colName.lower() for o in stats.statsObj or []]
+            analyzed = now_s()  # Hive records the server's time of the update, not the client's
             if partition:
-                pid = self._part_id(
-                    tx.conn, row.TBL_ID, desc.partName or "", self._key_names(tx.conn, row.TBL_ID)
-                )
-                self._upsert_stats(tx.conn, PART_COL_STATS, "PART_ID", pid, stats, engine)
+                keys = self._key_names(tx.conn, row.TBL_ID)
+                pid = self._part_id(tx.conn, row.TBL_ID, desc.partName or "", keys)
+                self._upsert_stats(tx.conn, PART_COL_STATS, "PART_ID", pid, stats, engine, analyzed)
                 mark_column_stats(tx.conn, PARTITION_PARAMS, "PART_ID", pid, accurate=names)
             else:
-                self._upsert_stats(tx.conn, TAB_COL_STATS, "TBL_ID", row.TBL_ID, stats, engine)
+                self._upsert_stats(tx.conn, TAB_COL_STATS, "TBL_ID", row.TBL_ID, stats, engine, analyzed)
                 mark_column_stats(tx.conn, TABLE_PARAMS, "TBL_ID", row.TBL_ID, accurate=names)
+            table = self._table_image(tx.conn, row.CTLG_NAME, row.DB_NAME, row.TBL_NAME)  # type: ignore[attr-defined]
+            stored = ColumnStatistics(
+                statsDesc=ColumnStatisticsDesc(
+                    isTblLevel=not partition,
+                    dbName=row.DB_NAME,
+                    tableName=row.TBL_NAME,
+                    partName=None,
+                    lastAnalyzed=analyzed,
+                    catName=row.CTLG_NAME,
+                ),
+                statsObj=[
+                    ColumnStatisticsObj(colName=o.colName.lower(), colType=o.colType, statsData=o.statsData)
+                    for o in stats.statsObj or []
+                ],
+                engine=engine,
+            )
+            if partition:
+                name = tx.conn.execute(
+                    sa.select(PARTITIONS.c.PART_NAME).where(PARTITIONS.c.PART_ID == pid)
+                ).scalar_one()
+                stored.statsDesc.partName = name
+                part_vals = [v for _, v in paths.split_part_name(name)]
+                params = dict(
+                    tx.conn.execute(
+                        sa.select(PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE).where(
+                            PARTITION_PARAMS.c.PART_ID == pid
+                        )
+                    ).all()
+                )
+                message = events.update_part_col_stat_message(stored, part_vals, params, table, write_id)
+                tx.event(
+                    events.UPDATE_PART_COL_STAT_EVENT,
+                    message,
+                    db=row.DB_NAME,
+                    table=row.TBL_NAME,
+                    catalog=row.CTLG_NAME,
+                )
+            else:
+                message = events.update_table_col_stat_message(
+                    stored, table, table.parameters or {}, write_id
+                )
+                tx.event(
+                    events.UPDATE_TBL_COL_STAT_EVENT,
+                    message,
+                    db=row.DB_NAME,
+                    table=row.TBL_NAME,
+                    catalog=row.CTLG_NAME,
+                )
         return True
 
     def _column_types(self, conn: sa.Connection, row: sa.Row) -> dict[str, str]:
@@ -192,9 +242,11 @@ class StatisticsMixin(CatalogBase):
         return self._update(stats_obj, partition=True)
 
     def set_aggr_stats_for(self, request: Any) -> bool:
-        """Store a batch of ColumnStatistics (table or partition level by ``statsDesc.isTblLevel``)."""
+        """Store a batch of ColumnStatistics (table or partition level by ``statsDesc.isTblLevel``);
+        one UPDATE_*_COL_STAT event per ColumnStatistics, as Hive 4."""
+        write_id = request.writeId if getattr(request, "writeId", None) is not None else -1
         for cs in request.colStats or []:
-            self._update(cs, partition=not cs.statsDesc.isTblLevel)
+            self._update(cs, partition=not cs.statsDesc.isTblLevel, write_id=write_id)
         return True
 
     def _objs(
@@ -333,6 +385,18 @@ class StatisticsMixin(CatalogBase):
             mark_column_stats(
                 tx.conn, TABLE_PARAMS, "TBL_ID", row.TBL_ID, stale=[col_name.lower()] if col_name else []
             )
+            tx.event(
+                events.DELETE_TBL_COL_STAT_EVENT,
+                events.delete_table_col_stat_message(
+                    row.DB_NAME,
+                    row.TBL_NAME,
+                    col_name.lower() if col_name else None,
+                    engine or DEFAULT_ENGINE,
+                ),
+                db=row.DB_NAME,
+                table=row.TBL_NAME,
+                catalog=row.CTLG_NAME,
+            )
             return True
 
     def delete_partition_column_statistics(
@@ -353,4 +417,21 @@ class StatisticsMixin(CatalogBase):
                     f"Column stats doesn't exist for partition {part_name} column {col_name}"
                 )
             # Hive 2.3 leaves the partition's COLUMN_STATS_ACCURATE as it was here (unlike for tables)
+            name = tx.conn.execute(
+                sa.select(PARTITIONS.c.PART_NAME).where(PARTITIONS.c.PART_ID == pid)
+            ).scalar_one()
+            tx.event(
+                events.DELETE_PART_COL_STAT_EVENT,
+                events.delete_part_col_stat_message(
+                    row.DB_NAME,
+                    row.TBL_NAME,
+                    name,
+                    [v for _, v in paths.split_part_name(name)],
+                    col_name.lower() if col_name else None,
+                    engine or DEFAULT_ENGINE,
+                ),
+                db=row.DB_NAME,
+                table=row.TBL_NAME,
+                catalog=row.CTLG_NAME,
+            )
             return True

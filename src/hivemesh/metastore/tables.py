@@ -19,7 +19,7 @@ from hive_metastore.ttypes import (
     TableMeta,
 )
 
-from hivemesh.metastore import fast_stats, paths, rows
+from hivemesh.metastore import events, fast_stats, paths, rows
 from hivemesh.metastore.base import CatalogBase, Tx, env_props, matches_pattern, now_s, validate_name
 from hivemesh.metastore.schema import DBS, PARTITION_KEYS, PARTITIONS, SDS, TAB_COL_STATS, TABLE_PARAMS, TBLS
 from hivemesh.thrift.names import db_ref, parse_db_name
@@ -194,6 +194,14 @@ class TableMixin(CatalogBase):
                     )
                 tx.after_commit.append(lambda: paths.make_dirs(loc))
             self._insert_table(tx, db_row, table)
+            created = self._table_image(tx.conn, db_row.CTLG_NAME, db_row.NAME, table.tableName)
+            tx.event(
+                events.CREATE_TABLE,
+                events.create_table_message(created),
+                db=db_row.NAME,
+                table=table.tableName,
+                catalog=db_row.CTLG_NAME,
+            )
 
     def create_table_with_environment_context(self, tbl: Table, environment_context: Any) -> None:
         """:meth:`create_table`; ``DO_NOT_UPDATE_STATS``/``STATS_GENERATED`` are honoured."""
@@ -204,6 +212,15 @@ class TableMixin(CatalogBase):
         self.create_table(request.table, env_props(request.envContext))
 
     # ---------------------------------------------------------------- get
+    @staticmethod
+    def _table_image(conn: sa.Connection, cat: str, db: str, tbl: str) -> Table:
+        """The table as ``get_table`` returns it (names already lower-cased), inside ``conn``'s
+        transaction; for the objects of notification events. KeyError when it does not exist."""
+        found = rows.load_tables(conn, stmt=rows.TABLE_BY_NAME, params={"cat": cat, "db": db, "tbl": tbl})
+        if not found:
+            raise KeyError(f"{cat}.{db}.{tbl}")
+        return found[0][1]
+
     def _tables(self, conn: sa.Connection, db: str, names: list[str] | None) -> list[Table]:
         cat, dbn = self.db_name(db)
         cond = sa.and_(cat == DBS.c.CTLG_NAME, dbn == DBS.c.NAME)
@@ -378,6 +395,7 @@ class TableMixin(CatalogBase):
         except NoSuchObjectException as e:
             raise InvalidOperationException(e.message) from e
         cat = old.CTLG_NAME
+        before = self._table_image(conn, cat, old.DB_NAME, old.TBL_NAME)
         new_db = (new_tbl.dbName or old.DB_NAME).lower()
         new_name = new_tbl.tableName.lower()
         rename = new_db != old.DB_NAME or new_name != old.TBL_NAME
@@ -471,6 +489,18 @@ class TableMixin(CatalogBase):
             )
             conn.execute(SDS.update().where(SDS.c.SD_ID.in_(part_sds)).values(CD_ID=cd))
             rows.delete_unused_cds(conn, old_cds)
+        if rename:
+            self.on_table_renamed(conn, old.DB_NAME, old.TBL_NAME, new_db, new_name)  # type: ignore[attr-defined]
+        # Hive: one ALTER_TABLE (renames included), named after the new table; partitions moved
+        # or re-typed with the table get no events of their own.
+        after = self._table_image(conn, cat, new_db, new_name)
+        tx.event(
+            events.ALTER_TABLE,
+            events.alter_table_message(before, after),
+            db=new_db,
+            table=new_name,
+            catalog=cat,
+        )
         if pending_move is not None and paths.move_dir(*pending_move):
             return pending_move
         return None
@@ -509,9 +539,13 @@ class TableMixin(CatalogBase):
         self.drop_table(dbname, name, deleteData)
 
     def _drop_table_tx(self, tx: Tx, db: str, tbl: str, delete_data: bool) -> None:
-        """Drop one table inside ``tx``; ``db`` may be catalog-qualified (``@cat#db``)."""
+        """Drop one table inside ``tx``; ``db`` may be catalog-qualified (``@cat#db``).
+
+        Appends DROP_TABLE (its partitions go without DROP_PARTITION events, as in Hive) and lets
+        the txn layer forget the table's write ids (``on_table_dropped``)."""
         row = self.table_row(tx.conn, db, tbl, for_update=True)
         conn = tx.conn
+        dropped = self._table_image(conn, row.CTLG_NAME, row.DB_NAME, row.TBL_NAME)
         part_ids = sa.select(PARTITIONS.c.PART_ID).where(PARTITIONS.c.TBL_ID == row.TBL_ID)
         part_locs = []
         if delete_data and row.TBL_TYPE == MANAGED:
@@ -535,6 +569,14 @@ class TableMixin(CatalogBase):
             tbl_loc = conn.execute(sa.select(SDS.c.LOCATION).where(SDS.c.SD_ID == row.SD_ID)).scalar()
         conn.execute(TBLS.delete().where(TBLS.c.TBL_ID == row.TBL_ID))
         rows.delete_sds(conn, [s for s in part_sds if s is not None] + ([row.SD_ID] if row.SD_ID else []))
+        self.on_table_dropped(conn, row.DB_NAME, row.TBL_NAME)  # type: ignore[attr-defined]
+        tx.event(
+            events.DROP_TABLE,
+            events.drop_table_message(dropped),
+            db=row.DB_NAME,
+            table=row.TBL_NAME,
+            catalog=row.CTLG_NAME,
+        )
         if delete_data and row.TBL_TYPE == MANAGED:
             doomed = [tbl_loc] + [p for p in part_locs if not paths.is_subdir(p, tbl_loc)]
             for loc in doomed:
