@@ -1,11 +1,12 @@
-"""Smoke test of the metastore benchmark: ``bench/metastore.py --quick --only sqlite`` runs and reports.
+"""Smoke tests of the benchmarks: ``bench/metastore.py`` and ``bench/txn.py`` with ``--quick --only sqlite``.
 
-Checks that the script exits 0 and prints its tables with numbers; no timing is asserted.
+Checks that each script exits 0 and prints its tables with numbers; no timing is asserted.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -78,3 +79,67 @@ def test_quick_sqlite_run_prints_the_table(tmp_path: Path) -> None:
     assert sqlite["concurrency"]["ops"] > 0
     assert [g["partitions"] for g in sqlite["growth"]][0] == 1000
     assert all(g["eq"]["mean_ms"] > 0 and g["range"]["mean_ms"] > 0 for g in sqlite["growth"])
+
+
+TXN_ROWS = [
+    ("open_txns + commit_txn, 1 client", "pairs/s"),
+    ("open_txns + commit_txn, 8 clients", "pairs/s"),
+    ("lock + check_lock + unlock, SHARED_READ, 1 client", "rounds/s"),
+    ("lock + check_lock + unlock, EXCLUSIVE, 1 client", "rounds/s"),
+    ("lock + check_lock + unlock, SHARED_READ, 8 clients", "rounds/s"),
+    ("get_valid_write_ids, 100 tables", "calls/s"),
+    ("get_next_notification", "ms in batches of 1,000"),
+    ("", "ms in one call"),
+]
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def test_quick_sqlite_txn_run_prints_the_table(tmp_path: Path) -> None:
+    """``bench/txn.py --quick --only sqlite``: exits 0, a number in every sqlite cell, sane JSON."""
+    out_json = tmp_path / "txn.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(repo_root() / "bench" / "txn.py"),
+            "--quick",
+            "--only",
+            "sqlite",
+            "--json",
+            str(out_json),
+        ],
+        cwd=repo_root(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "250"},  # one table row per line
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    out = proc.stdout
+    lines = [[c.strip() for c in re.split(r"[│┃]", line)] for line in out.splitlines()]
+    table = [cells[1:-1] for cells in lines if len(cells) > 8]
+    header = table[0]
+    assert header[:7] == [
+        "operation",
+        "unit",
+        "hivemesh-sqlite",
+        "hivemesh-postgres",
+        "HMS 2.3.10",
+        "ratio sqlite",
+        "ratio postgres",
+    ], header
+    for label, unit in TXN_ROWS:
+        row = next((r for r in table if r[0].startswith(label) and r[1] == unit), None)
+        assert row is not None, f"no row {label!r} / {unit!r}:\n{out}"
+        assert NUMBER.fullmatch(row[2]), f"no number for sqlite in {row}"
+        assert row[3] == "skipped" and row[4] == "skipped", row
+
+    doc = json.loads(out_json.read_text(encoding="utf-8"))
+    assert set(doc["skipped"]) == {"postgres", "java"}
+    sqlite = doc["servers"]["sqlite"]
+    assert sqlite["txns"]["open_commit_1"]["pairs_per_s"] > 0
+    assert sqlite["txns"]["open_commit_n"]["clients"] == 8
+    assert sqlite["locks"]["lock_exclusive_1"]["rounds_per_s"] > 0
+    assert sqlite["write_ids"]["calls_per_s"] > 0 and sqlite["write_ids"]["tables"] == 100
+    notes = sqlite["notifications"]
+    assert notes["batched"]["mean_ms"] > 0 and notes["one_call"]["mean_ms"] > 0
+    assert {"OPEN_TXN", "COMMIT_TXN"} <= set(notes["event_types"])

@@ -26,7 +26,15 @@ from xml.sax.saxutils import escape
 
 from tests.support.servers import ThriftClient, die_with_parent, free_port
 
-__all__ = ["JAVA_SKIP_REASON", "JavaHMS", "JavaHMSError", "java_available", "pyspark_jars_dir", "rss_bytes"]
+__all__ = [
+    "JAVA_SKIP_REASON",
+    "TXN_CONF",
+    "JavaHMS",
+    "JavaHMSError",
+    "java_available",
+    "pyspark_jars_dir",
+    "rss_bytes",
+]
 
 JAVA_SKIP_REASON = "needs Java 17 to start the real Apache HMS 2.3.10 from the PySpark wheel; CI has it"
 
@@ -68,6 +76,19 @@ logger.jpox.level = ERROR
 rootLogger.level = {level}
 rootLogger.appenderRef.console.ref = console
 """
+
+# hive-site.xml properties for ``JavaHMS(txn=True)``. HMS 2.3 never creates its transaction tables (TXNS,
+# HIVE_LOCKS, NEXT_TXN_ID...) itself: without them open_txns answers "Internal error processing
+# open_txns". With hive.in.test its TxnHandler runs TxnDbUtil.prepDb() on the metastore's Derby database
+# (once per handler thread: the first txn call of a new connection costs ~30-40 ms more, the very first
+# ~0.3 s); the other properties are what a Hive client with ACID enabled sets, the compactor stays off.
+TXN_CONF = {
+    "hive.in.test": "true",
+    "hive.support.concurrency": "true",
+    "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",
+    "hive.compactor.initiator.on": "false",
+    "hive.compactor.worker.threads": "0",
+}
 
 
 class JavaHMSError(RuntimeError):
@@ -176,6 +197,9 @@ class JavaHMS:
     properties; ``java_opts`` adds JVM options (e.g. ``-Xmx512m``); ``log_level`` is the root log level
     (``INFO`` logs every call, use ``WARN`` for benchmarks). With ``die_with_parent`` (Linux) the JVM
     gets SIGTERM when the *thread* that called ``start()`` exits, so start it from a long-lived thread.
+    ``txn=True`` adds :data:`TXN_CONF` (before ``hive_conf``), so the transaction and lock calls
+    (``open_txns``, ``commit_txn``, ``lock``...) work; HMS 2.3 has no write ids (no
+    ``allocate_table_write_ids``/``get_valid_write_ids``: those answer ``UNKNOWN_METHOD``).
     """
 
     def __init__(
@@ -187,6 +211,7 @@ class JavaHMS:
         log_level: str = "INFO",
         keep: bool = False,
         die_with_parent: bool = True,
+        txn: bool = False,
     ):
         self._own_dir = base_dir is None
         self.base_dir = Path(tempfile.mkdtemp(prefix="javahms-") if base_dir is None else base_dir).resolve()
@@ -201,6 +226,7 @@ class JavaHMS:
         self.log_level = log_level
         self.keep = keep
         self.die_with_parent = die_with_parent
+        self.txn = txn
         self.proc: subprocess.Popen[bytes] | None = None
         self.startup_seconds: float | None = None
 
@@ -228,6 +254,8 @@ class JavaHMS:
             "hive.metastore.schema.verification": "false",
             "hive.metastore.warehouse.dir": f"file:{self.warehouse}",
         }
+        if self.txn:
+            props.update(TXN_CONF)
         props.update(self.hive_conf)
         (self.conf_dir / "hive-site.xml").write_text(_site_xml(props), encoding="utf-8")
         (self.conf_dir / "hive-log4j2.properties").write_text(

@@ -632,11 +632,15 @@ class TxnMixin(CatalogBase):
                 invalid: list[int] = []
                 aborted_bits: list[int] = []
                 min_open = LONG_MAX
-                rows = conn.execute(
-                    sa.select(TXN_TO_WRITE_ID.c.T2W_TXNID, TXN_TO_WRITE_ID.c.T2W_WRITEID)
-                    .where(*key, TXN_TO_WRITE_ID.c.T2W_WRITEID <= hwm)
-                    .order_by(TXN_TO_WRITE_ID.c.T2W_WRITEID)
+                q = sa.select(TXN_TO_WRITE_ID.c.T2W_TXNID, TXN_TO_WRITE_ID.c.T2W_WRITEID).where(
+                    *key, TXN_TO_WRITE_ID.c.T2W_WRITEID <= hwm
                 )
+                if len(exceptions) <= 1000:  # fetch only the candidates, not the table's whole history
+                    after = TXN_TO_WRITE_ID.c.T2W_TXNID > txn_hwm
+                    q = q.where(
+                        sa.or_(after, TXN_TO_WRITE_ID.c.T2W_TXNID.in_(exceptions)) if exceptions else after
+                    )
+                rows = conn.execute(q.order_by(TXN_TO_WRITE_ID.c.T2W_WRITEID))
                 for txn_id, write_id in rows:
                     if txn_id <= txn_hwm and txn_id not in exceptions:
                         continue  # committed in the snapshot
