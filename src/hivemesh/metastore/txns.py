@@ -238,32 +238,20 @@ class TxnMixin(CatalogBase):
 
         Read-only txns are left out, as in Hive 4 (they write nothing).
         """
+        return self._open_txns_response({TxnType.READ_ONLY})
+
+    def get_open_txns_req(self, getOpenTxnsRequest) -> GetOpenTxnsResponse:  # type: ignore[no-untyped-def]  # noqa: N803
+        """Hive 4 request form of :meth:`get_open_txns`: open txns of the ``excludeTxnTypes`` are
+        left out (READ_ONLY when the request names none)."""
+        excluded = getattr(getOpenTxnsRequest, "excludeTxnTypes", None) or [TxnType.READ_ONLY]
+        return self._open_txns_response(set(excluded))
+
+    def _open_txns_response(self, excluded: set[int]) -> GetOpenTxnsResponse:
         with self.read() as conn:
             hwm, rows = self._open_and_aborted(conn)
         ids: list[int] = []
         aborted: list[int] = []
         min_open = None
-        for r in rows:
-            if r.TXN_STATE == OPEN and r.TXN_TYPE == TxnType.READ_ONLY:
-                continue
-            if r.TXN_STATE == ABORTED:
-                aborted.append(len(ids))
-            elif min_open is None:
-                min_open = r.TXN_ID
-            ids.append(r.TXN_ID)
-        return GetOpenTxnsResponse(
-            txn_high_water_mark=hwm,
-            open_txns=ids,
-            min_open_txn=min_open,
-            abortedBits=java_bitset_bytes(aborted),
-        )
-
-    def get_open_txns_req(self, getOpenTxnsRequest) -> GetOpenTxnsResponse:  # type: ignore[no-untyped-def]  # noqa: N803
-        """Hive 4 request form of :meth:`get_open_txns` (excluded txn types honoured)."""
-        excluded = set(getattr(getOpenTxnsRequest, "excludeTxnTypes", None) or [TxnType.READ_ONLY])
-        with self.read() as conn:
-            hwm, rows = self._open_and_aborted(conn)
-        ids, aborted, min_open = [], [], None
         for r in rows:
             if r.TXN_STATE == OPEN and r.TXN_TYPE in excluded:
                 continue
