@@ -169,6 +169,7 @@ def _format_ranges(ids: Sequence[int]) -> str:
     parts: list[str] = []
 
     def flush(lo: int, hi: int) -> None:
+        """Append the run ``lo..hi`` as ``a-b`` (5+ ids) or as single ids; nothing for an empty run."""
         if hi < 0:
             return
         if lo == hi:

@@ -458,6 +458,7 @@ class MetastoreClient:
         one during the call only when ``idempotent`` (the connection is reopened either way)."""
 
         def attempt() -> Any:
+            """One try: (re)connect when needed, then the call; returns its result."""
             if self._client is None:
                 try:
                     self._open_once()

@@ -144,6 +144,7 @@ def _encoder(ttype: int, args: Any) -> _Encoder:
         head = '["' + _TAGS[etype] + '",'
 
         def seq(v: Iterable[Any]) -> str:
+            """TJSONProtocol list/set: ``["<elem tag>",<count>,<items>...]``."""
             items = [enc(x) for x in v]
             return head + str(len(items)) + "".join(["," + i for i in items]) + "]"
 
@@ -156,12 +157,14 @@ def _encoder(ttype: int, args: Any) -> _Encoder:
         elif ktype in _INTS:
 
             def kenc(k: Any) -> str:
+                """An integer map key, quoted as TJSONProtocol writes keys."""
                 return '"' + str(int(k)) + '"'
 
         venc = _encoder(vtype, vargs)
         head = '["' + _TAGS[ktype] + '","' + _TAGS[vtype] + '",'
 
         def mapping(v: Mapping[Any, Any]) -> str:
+            """TJSONProtocol map: ``["<key tag>","<value tag>",<count>,{"k":v,...}]``."""
             if not v:
                 return head + "0,{}]"
             if kenc is None:
@@ -627,28 +630,38 @@ class Message:
 
 @dataclass
 class CreateDatabase(Message):
+    """CREATE_DATABASE: the database as created (Hive JSONCreateDatabaseMessage ``dbJson``)."""
+
     database: Database
 
 
 @dataclass
 class AlterDatabase(Message):
+    """ALTER_DATABASE: the database before and after (``dbObjBeforeJson``/``dbObjAfterJson``)."""
+
     before: Database
     after: Database
 
 
 @dataclass
 class DropDatabase(Message):
+    """DROP_DATABASE: the dropped database's name (``db``)."""
+
     name: str
 
 
 @dataclass
 class CreateTable(Message):
+    """CREATE_TABLE: the table as created and the encoded file URIs under it (``tableObjJson``, ``files``)."""
+
     table: Table
     files: list[str]
 
 
 @dataclass
 class AlterTable(Message):
+    """ALTER_TABLE (renames included): table before/after, ``isTruncateOp`` and the write id (0: none)."""
+
     before: Table
     after: Table
     is_truncate: bool
@@ -657,11 +670,15 @@ class AlterTable(Message):
 
 @dataclass
 class DropTable(Message):
+    """DROP_TABLE: the table as it was before the drop (``tableObjJson``)."""
+
     table: Table
 
 
 @dataclass
 class AddPartition(Message):
+    """ADD_PARTITION: the table, the added partitions (``partitionListJson``) and their files."""
+
     table: Table
     partitions: list[Partition]
     files: dict[str, list[str]]  # partition name -> encoded file URIs
@@ -669,6 +686,8 @@ class AddPartition(Message):
 
 @dataclass
 class AlterPartition(Message):
+    """ALTER_PARTITION (renames included): table, partition before/after, ``isTruncateOp``, write id."""
+
     table: Table
     before: Partition
     after: Partition
@@ -678,23 +697,31 @@ class AlterPartition(Message):
 
 @dataclass
 class DropPartition(Message):
+    """DROP_PARTITION: the table and each dropped partition's values in partition-key order."""
+
     table: Table
     values: list[list[str]]  # values of each dropped partition, in key order
 
 
 @dataclass
 class CreateFunction(Message):
+    """CREATE_FUNCTION: the function as created (``functionObjJson``)."""
+
     function: Function
 
 
 @dataclass
 class DropFunction(Message):
+    """DROP_FUNCTION: database and name of the dropped function."""
+
     function_db: str
     function_name: str
 
 
 @dataclass
 class Insert(Message):
+    """INSERT (fire_listener_event): table, partition (None for unpartitioned), ``replace`` and files."""
+
     table: Table
     partition: Partition | None
     replace: bool
@@ -703,23 +730,31 @@ class Insert(Message):
 
 @dataclass
 class OpenTxn(Message):
+    """OPEN_TXN: the ids of the txns opened by one open_txns call, ascending."""
+
     txn_ids: list[int]
 
 
 @dataclass
 class CommitTxn(Message):
+    """COMMIT_TXN: the txn id and its ACID writes (one WriteEventInfo per write id/table/partition)."""
+
     txn_id: int
     writes: list[WriteEventInfo]
 
 
 @dataclass
 class AbortTxn(Message):
+    """ABORT_TXN: the txn id and the databases it wrote to."""
+
     txn_id: int
     databases: list[str]
 
 
 @dataclass
 class AllocWriteId(Message):
+    """ALLOC_WRITE_ID_EVENT: database, table and the txn -> write id pairs handed out."""
+
     write_db: str
     write_table: str
     txn_to_write_ids: list[TxnToWriteId]
@@ -727,6 +762,8 @@ class AllocWriteId(Message):
 
 @dataclass
 class AcidWrite(Message):
+    """ACID_WRITE_EVENT (add_write_notification_log): txn, write id, table, partition and files."""
+
     txn_id: int
     write_id: int
     table: Table
@@ -737,6 +774,8 @@ class AcidWrite(Message):
 
 @dataclass
 class UpdateTableColumnStats(Message):
+    """UPDATE_TBL_COL_STAT_EVENT: the ColumnStatistics, the table, table parameters, write id."""
+
     stats: ColumnStatistics
     table: Table
     parameters: dict[str, str]
@@ -745,6 +784,8 @@ class UpdateTableColumnStats(Message):
 
 @dataclass
 class UpdatePartitionColumnStats(Message):
+    """UPDATE_PART_COL_STAT_EVENT: the ColumnStatistics, table, partition values, parameters, write id."""
+
     stats: ColumnStatistics
     table: Table
     part_vals: list[str]
@@ -754,12 +795,16 @@ class UpdatePartitionColumnStats(Message):
 
 @dataclass
 class DeleteTableColumnStats(Message):
+    """DELETE_TBL_COL_STAT_EVENT: the column (None: all) and engine whose statistics went."""
+
     col_name: str | None
     engine: str | None
 
 
 @dataclass
 class DeletePartitionColumnStats(Message):
+    """DELETE_PART_COL_STAT_EVENT: partition name and values, column (None: all) and engine."""
+
     part_name: str
     part_vals: list[str]
     col_name: str | None
