@@ -911,6 +911,7 @@ def parse_event(event: NotificationEvent) -> Message:
             for i, w in enumerate(b["writeIds"]):
 
                 def col(name: str, i: int = i) -> Any:
+                    """Entry ``i`` of the message's parallel list ``name`` (None when short)."""
                     vals = b.get(name) or []
                     return vals[i] if i < len(vals) else None
 

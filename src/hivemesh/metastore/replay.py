@@ -69,6 +69,7 @@ def relocator(source_prefix: str, target_prefix: str) -> Relocate:
     dst = target_prefix.rstrip("/")
 
     def relocate(location: str | None) -> str | None:
+        """``location`` moved from the source prefix to the target prefix (others unchanged)."""
         if location is None:
             return None
         if location == src or location.startswith(src + "/"):
