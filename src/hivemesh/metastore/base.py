@@ -18,7 +18,7 @@ from hive_metastore.ttypes import (
     NoSuchObjectException,
 )
 
-from hivemesh.metastore import paths
+from hivemesh.metastore import notification_log, paths
 from hivemesh.metastore.schema import DBS, TBLS
 from hivemesh.metastore.store import Store
 from hivemesh.thrift.names import DEFAULT_CATALOG, parse_db_name
@@ -98,9 +98,7 @@ class Tx:
 
     def flush_events(self) -> list[int]:
         """Append the recorded events to the notification log now; returns their event ids."""
-        from hivemesh.metastore.notification_log import append_events
-
-        ids = append_events(self.conn, self.events)
+        ids = notification_log.append_events(self.conn, self.events)
         self.events = []
         return ids
 

@@ -149,8 +149,8 @@ class DatabaseMixin(CatalogBase):
         """Drop a database; with ``cascade`` its tables and functions too.
 
         Events, in Hive's order (HMSHandler.drop_database_core): DROP_FUNCTION per function,
-        DROP_TABLE per table (no DROP_PARTITION), then DROP_DATABASE. Raises NoSuchObjectException; InvalidOperationException when not empty without cascade;
-        MetaException for ``default``. Managed data and (with ``deleteData``) the database
+        DROP_TABLE per table (no DROP_PARTITION), then DROP_DATABASE. Raises NoSuchObjectException;
+        InvalidOperationException when not empty without cascade; MetaException for ``default``. Managed data and (with ``deleteData``) the database
         directory are deleted after the metadata change commits.
         """
         cat, db = self.db_name(name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from hive_metastore.ttypes import (
     CurrentNotificationEventId,
@@ -24,7 +25,7 @@ from hive_metastore.ttypes import (
     WriteNotificationLogResponse,
 )
 
-from hivemesh.metastore import notification_log, paths
+from hivemesh.metastore import events, notification_log, paths
 from hivemesh.metastore.base import CatalogBase, now_s
 from hivemesh.metastore.events import thrift_json
 from hivemesh.metastore.txn_schema import TXN_WRITE_NOTIFICATION_LOG
@@ -35,24 +36,25 @@ READER_MEMORY_S = 3600  # a get_next_notification position pins the events after
 class NotificationMixin(CatalogBase):
     """Notification-log methods of :class:`LocalMetastore`."""
 
-    _reader_lock = threading.Lock()
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._reader_lock = threading.Lock()
+        self._reader_positions: dict[int, float] = {}  # lastEvent -> time.monotonic() it was asked for
 
     def _note_reader(self, last_event: int) -> None:
-        positions: dict[int, float] = self.__dict__.setdefault("_reader_positions", {})
         now = time.monotonic()
         with self._reader_lock:
-            positions[last_event] = now
-            for pos, seen in list(positions.items()):
+            self._reader_positions[last_event] = now
+            for pos, seen in list(self._reader_positions.items()):
                 if now - seen > READER_MEMORY_S:
-                    del positions[pos]
+                    del self._reader_positions[pos]
 
     def oldest_reader_position(self) -> int | None:
         """The lowest ``lastEvent`` asked for by get_next_notification in the last hour (None: none).
         Retention never removes events after it, so a reader paging through the log sees no gap."""
-        positions: dict[int, float] = self.__dict__.get("_reader_positions", {})
         now = time.monotonic()
         with self._reader_lock:
-            live = [p for p, seen in positions.items() if now - seen <= READER_MEMORY_S]
+            live = [p for p, seen in self._reader_positions.items() if now - seen <= READER_MEMORY_S]
         return min(live) if live else None
 
     # ------------------------------------------------------------------ reading
@@ -106,8 +108,6 @@ class NotificationMixin(CatalogBase):
         ``insertDatas`` entry names its partition in ``partitionVal``). Nothing is appended for an
         unsuccessful request. A missing table or partition raises NoSuchObjectException, which reaches
         Thrift clients as TApplicationException(INTERNAL_ERROR) with its message (the IDL declares none)."""
-        from hivemesh.metastore import events
-
         data = rqst.data
         if data is None:
             raise MetaException("FireEventRequest without data")
@@ -152,8 +152,6 @@ class NotificationMixin(CatalogBase):
         return WriteNotificationLogBatchResponse()
 
     def _write_notifications(self, requests: list) -> None:  # type: ignore[type-arg]
-        from hivemesh.metastore import events
-
         prepared = []
         for r in requests:
             tbl, part = self._event_objects(r.db, r.table, r.partitionVals)

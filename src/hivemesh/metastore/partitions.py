@@ -18,10 +18,7 @@ from hive_metastore.ttypes import (
     InvalidOperationException,
     MetaException,
     NoSuchObjectException,
-    Order,
     Partition,
-    SerDeInfo,
-    SkewedInfo,
     StorageDescriptor,
     Table,
 )
@@ -38,41 +35,6 @@ from hivemesh.metastore.schema import (
 from hivemesh.thrift.names import db_ref
 
 DDL_TIME = "transient_lastDdlTime"
-
-
-_NO_SKEW = SkewedInfo(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={})
-
-
-def _params(d: dict | None) -> dict[str, str]:
-    return {k: v if v is not None else "" for k, v in (d or {}).items()}
-
-
-def _as_stored_sd(sd: StorageDescriptor, cols: list[FieldSchema]) -> StorageDescriptor:
-    """``sd`` as :mod:`rows` reads it back after :func:`rows.insert_sds` (so that events carry
-    what ``get_partition`` returns, without reading thousands of partitions again)."""
-    si = sd.serdeInfo or SerDeInfo()
-    return StorageDescriptor(
-        cols=cols,
-        location=sd.location,
-        inputFormat=sd.inputFormat,
-        outputFormat=sd.outputFormat,
-        compressed=bool(sd.compressed),
-        numBuckets=sd.numBuckets if sd.numBuckets is not None else -1,
-        serdeInfo=SerDeInfo(
-            name=si.name,
-            serializationLib=si.serializationLib,
-            parameters=_params(si.parameters),
-            description=si.description,
-            serializerClass=si.serializerClass,
-            deserializerClass=si.deserializerClass,
-            serdeType=si.serdeType,
-        ),
-        bucketCols=list(sd.bucketCols or []),
-        sortCols=[Order(col=o.col, order=int(o.order)) for o in sd.sortCols or []],
-        parameters=_params(sd.parameters),
-        skewedInfo=_NO_SKEW,
-        storedAsSubDirectories=bool(sd.storedAsSubDirectories),
-    )
 
 
 class _TableInfo:
@@ -137,6 +99,11 @@ class PartitionMixin(CatalogBase):
     def _event_table(self, conn: sa.Connection, info: _TableInfo) -> Table:
         """The table as ``get_table`` returns it, for the objects of partition events."""
         return self._table_image(conn, info.cat, info.db, info.name)  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _event(tx: Tx, info: _TableInfo, event_type: str, message: str) -> None:
+        """Record a partition event of ``info``'s table on ``tx``."""
+        tx.event(event_type, message, db=info.db, table=info.name, catalog=info.cat)
 
     @staticmethod
     def _table_cd(conn: sa.Connection, info: _TableInfo) -> tuple[int, tuple] | None:
@@ -256,20 +223,14 @@ class PartitionMixin(CatalogBase):
                     tableName=info.name,
                     createTime=p.createTime,
                     lastAccessTime=row["LAST_ACCESS_TIME"],
-                    sd=_as_stored_sd(p.sd, list(cols_cache[key])),
-                    parameters=_params(p.parameters),
+                    sd=rows.stored_sd(p.sd, list(cols_cache[key])),
+                    parameters=rows.stored_params(p.parameters),
                     catName=info.cat,
                     writeId=row["WRITE_ID"],
                 )
             )
         table = self._event_table(conn, info)
-        tx.event(
-            events.ADD_PARTITION,
-            events.add_partition_message(table, stored),
-            db=info.db,
-            table=info.name,
-            catalog=info.cat,
-        )
+        self._event(tx, info, events.ADD_PARTITION, events.add_partition_message(table, stored))
         return new_parts
 
     def add_partition(self, new_part: Partition) -> Partition:
@@ -618,12 +579,11 @@ class PartitionMixin(CatalogBase):
             table = self._event_table(conn, info)
             for p in parts:
                 key = tuple(p.values)
-                tx.event(
+                self._event(
+                    tx,
+                    info,
                     events.ALTER_PARTITION,
                     events.alter_partition_message(table, before[key], after[key]),
-                    db=info.db,
-                    table=info.name,
-                    catalog=info.cat,
                 )
 
     def alter_partition(self, db_name: str, tbl_name: str, new_part: Partition) -> None:
@@ -709,12 +669,11 @@ class PartitionMixin(CatalogBase):
             conn.execute(PARTITION_PARAMS.delete().where(PARTITION_PARAMS.c.PART_ID == row.PART_ID))
             rows.insert_params(conn, PARTITION_PARAMS, "PART_ID", [(row.PART_ID, params)])
             after = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
-            tx.event(  # Hive: a rename is an ALTER_PARTITION from the old to the new partition
+            self._event(  # Hive: a rename is an ALTER_PARTITION from the old to the new partition
+                tx,
+                info,
                 events.ALTER_PARTITION,
                 events.alter_partition_message(self._event_table(conn, info), before, after),
-                db=info.db,
-                table=info.name,
-                catalog=info.cat,
             )
             if cur_loc != old_loc:  # last: the directory moves only when everything else succeeded
                 paths.move_dir(old_loc, cur_loc)
@@ -756,13 +715,7 @@ class PartitionMixin(CatalogBase):
             rows.delete_sds(conn, sd_ids)
             table = self._event_table(conn, info)
             for p in dropped:  # Hive: one DROP_PARTITION per partition (drop_partitions_req)
-                tx.event(
-                    events.DROP_PARTITION,
-                    events.drop_partition_message(table, [p]),
-                    db=info.db,
-                    table=info.name,
-                    catalog=info.cat,
-                )
+                self._event(tx, info, events.DROP_PARTITION, events.drop_partition_message(table, [p]))
             if delete_data and info.managed:
                 locs = [p.sd.location for p in dropped if p.sd and p.sd.location]
                 tx.after_commit.append(lambda: [paths.delete_dir(loc) for loc in locs])

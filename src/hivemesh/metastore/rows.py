@@ -231,6 +231,40 @@ _NULL_TEXT = sa.cast(sa.null(), sa.Text)
 _ZERO = sa.cast(sa.literal(0), sa.Integer)
 
 
+def stored_params(d: dict | None) -> dict[str, str]:
+    """Parameters as they read back from a ``*_PARAMS`` table (None values become "")."""
+    return {k: v if v is not None else "" for k, v in (d or {}).items()}
+
+
+def stored_sd(sd: StorageDescriptor, cols: list[FieldSchema]) -> StorageDescriptor:
+    """``sd`` as :func:`load_partitions` reads it back after :func:`insert_sds`, with ``cols`` as its
+    columns (so that events carry what ``get_partition`` returns without reading thousands of
+    partitions again). Keep in step with :func:`_sd_from_row`."""
+    si = sd.serdeInfo or SerDeInfo()
+    return StorageDescriptor(
+        cols=cols,
+        location=sd.location,
+        inputFormat=sd.inputFormat,
+        outputFormat=sd.outputFormat,
+        compressed=bool(sd.compressed),
+        numBuckets=sd.numBuckets if sd.numBuckets is not None else -1,
+        serdeInfo=SerDeInfo(
+            name=si.name,
+            serializationLib=si.serializationLib,
+            parameters=stored_params(si.parameters),
+            description=si.description,
+            serializerClass=si.serializerClass,
+            deserializerClass=si.deserializerClass,
+            serdeType=si.serdeType,
+        ),
+        bucketCols=list(sd.bucketCols or []),
+        sortCols=[Order(col=o.col, order=int(o.order)) for o in sd.sortCols or []],
+        parameters=stored_params(sd.parameters),
+        skewedInfo=_NO_SKEW,
+        storedAsSubDirectories=bool(sd.storedAsSubDirectories),
+    )
+
+
 def _branch(kind: int, owner: Any, k: Any, v: Any, c: Any, idx: Any, frm: Any, where: Any) -> sa.Select:
     return (
         sa.select(

@@ -46,6 +46,7 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.acid.snapshots import ValidTxnList
+from hivemesh.metastore import events
 from hivemesh.metastore.base import CatalogBase
 from hivemesh.metastore.schema import TABLE_PARAMS
 from hivemesh.metastore.txn_schema import (
@@ -157,8 +158,6 @@ class TxnMixin(CatalogBase):
         mapping when it exists (idempotent). Raises MetaException for a non-positive count.
         Appends one OPEN_TXN event (not for replicated txns).
         """
-        from hivemesh.metastore import events
-
         n = rqst.num_txns or 0
         policy = rqst.replPolicy
         src_ids = list(rqst.replSrcTxnIds or [])
@@ -317,8 +316,6 @@ class TxnMixin(CatalogBase):
         ignored. ``keyValue`` (Hive 4) sets a ``_meta`` table parameter in the same transaction.
         Appends COMMIT_TXN with the txn's ACID writes (add_write_notification_log).
         """
-        from hivemesh.metastore import events
-
         with self.write() as tx:
             c = tx.conn
             txn_id = rqst.txnid
@@ -373,8 +370,6 @@ class TxnMixin(CatalogBase):
                 tx.event(events.COMMIT_TXN, events.commit_txn_message(txn_id, writes), catalog=None)
 
     def _abort(self, tx, txn_id: int, replicated: bool) -> None:  # type: ignore[no-untyped-def]
-        from hivemesh.metastore import events
-
         dbs = self._written_dbs(tx.conn, txn_id)
         self._end_txn(tx.conn, txn_id, ABORTED)
         tx.conn.execute(
@@ -488,8 +483,6 @@ class TxnMixin(CatalogBase):
         ``srcTxnToWriteIdList``): the source's write ids are forced on the mapped target txns and
         the table's next write id moves past them. Appends ALLOC_WRITE_ID_EVENT for new ids.
         """
-        from hivemesh.metastore import events
-
         db, table = (rqst.dbName or "").lower(), (rqst.tableName or "").lower()
         if not db or not table:
             raise MetaException("allocate_table_write_ids needs dbName and tableName")
