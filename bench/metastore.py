@@ -27,15 +27,11 @@ import datetime as dt
 import json
 import multiprocessing
 import os
-import platform
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # for tests.support (the server harnesses shared with the tests)
 
+from bench import runner  # noqa: E402
 from hive_metastore.ttypes import (  # noqa: E402
     AddPartitionsRequest,
     Database,
@@ -60,7 +57,7 @@ from rich.table import Table as RichTable  # noqa: E402
 from tests.support.javahms import JavaHMS, java_available, rss_bytes  # noqa: E402
 from tests.support.servers import HivemeshProcess, ThriftClient  # noqa: E402
 
-SERVERS = ("sqlite", "postgres", "java")
+SERVERS = runner.SERVERS
 LABELS = {"sqlite": "hivemesh-sqlite", "postgres": "hivemesh-postgres", "java": "HMS 2.3.10"}
 DB = "bench"
 HOURS = 10  # partitions per day: values of the second partition key hr = 0..9
@@ -725,10 +722,9 @@ def render(results: dict[str, Any], skipped: dict[str, str], console: Console, m
 
 # ---------------------------------------------------------------------------------------------- main
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the options, run the selected servers one after the other, print and save the results."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a smoke run (well under a minute per server)")
-    ap.add_argument("--only", default=",".join(SERVERS), help="comma-separated: sqlite,postgres,java")
-    ap.add_argument("--json", dest="json_out", type=Path, help="also write the results as JSON here")
+    runner.add_common_options(ap, "a smoke run (well under a minute per server)")
     ap.add_argument(
         "--concurrency",
         choices=("threads", "processes"),
@@ -737,58 +733,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "here, their shared GIL is not the limit; the share of a CPU they use is printed) or as "
         "separate processes",
     )
-    ap.add_argument("--java-opts", default="", help="extra JVM options for the real HMS, e.g. -Xmx1g")
-    ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, SQLite file)")
     args = ap.parse_args(argv)
-
-    only = [s.strip() for s in args.only.split(",") if s.strip()]
-    bad = [s for s in only if s not in SERVERS]
-    if bad:
-        ap.error(f"unknown server(s) {bad}; choose from {', '.join(SERVERS)}")
+    skipped = runner.skipped_servers(ap, args.only, _pg_available, java_available)
     cfg = QUICK if args.quick else FULL
-    width = Console().width
-    console = Console(width=max(width, 150), highlight=False)
-
-    skipped: dict[str, str] = {}
-    for s in SERVERS:
-        if s not in only:
-            skipped[s] = "not selected (--only)"
-    if "postgres" in only and not _pg_available():
-        skipped["postgres"] = "no PostgreSQL answers at 127.0.0.1:5432 (set HIVEMESH_TEST_PG)"
-    if "java" in only and not java_available():
-        skipped["java"] = "needs Java 17+ on PATH and the PySpark wheel's Hive 2.3 jars"
-
-    load = os.getloadavg()
-    console.print(
-        f"[bold]hivemesh metastore benchmark[/bold] ({'quick' if args.quick else 'full'} run; "
-        f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
-        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})"
-    )
-    for s, why in skipped.items():
-        if why != "not selected (--only)":
-            console.print(f"[yellow]note: {LABELS[s]} skipped: {why}[/yellow]")
-
-    workdir = Path(tempfile.mkdtemp(prefix="hivemesh-bench-"))
-    results: dict[str, Any] = {}
-    failed = False
+    console = runner.wide_console()
+    load = runner.print_banner(console, "hivemesh metastore benchmark", args.quick, skipped, LABELS)
     t0 = time.perf_counter()
-    try:
-        for s in SERVERS:
-            if s in skipped:
-                continue
-            console.print(f"[bold]{LABELS[s]}[/bold]")
-            try:
-                results[s] = bench_server(s, cfg, args.concurrency, workdir, args.java_opts.split(), console)
-            except Exception as e:
-                failed = True
-                results[s] = {"error": f"{type(e).__name__}: {e}"}
-                console.print(f"[red]{LABELS[s]} failed:[/red]")
-                console.print(traceback.format_exc(), markup=False)
-    finally:
-        if args.keep or failed:
-            console.print(f"work directory kept: {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    results, failed = runner.run_servers(
+        console,
+        skipped,
+        LABELS,
+        "hivemesh-bench-",
+        args.keep,
+        lambda s, workdir: bench_server(s, cfg, args.concurrency, workdir, args.java_opts.split(), console),
+    )
 
     console.print()
     render(results, skipped, console, args.concurrency)
@@ -821,11 +779,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"note: with {LABELS[s]} the threaded client used {share:.0%} of one CPU "
                 f"({conc['client_cpu_us_per_call']:.0f} µs per call): {verdict}."
             )
-    end_load = os.getloadavg()
-    console.print(
-        f"total {time.perf_counter() - t0:.0f} s; load average at the end "
-        f"{end_load[0]:.2f} {end_load[1]:.2f} {end_load[2]:.2f}"
-    )
+    end_load = runner.print_total(console, t0)
 
     if args.json_out:
         doc = {

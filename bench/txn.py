@@ -31,7 +31,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -45,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # for tests.support and bench.metastore
 
+from bench import runner  # noqa: E402
 from bench.metastore import LABELS, SERVERS, Server, _pg_available  # noqa: E402
 from bench.metastore import start_server as start_hivemesh  # noqa: E402
 from hive_metastore.ttypes import (  # noqa: E402
@@ -769,58 +769,21 @@ def render(results: dict[str, Any], skipped: dict[str, str], cfg: Settings, cons
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the options, run the selected servers one after the other, print and save the results."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a smoke run (well under a minute for all three)")
-    ap.add_argument("--only", default=",".join(SERVERS), help="comma-separated: sqlite,postgres,java")
-    ap.add_argument("--json", dest="json_out", type=Path, help="also write the results as JSON here")
-    ap.add_argument("--java-opts", default="", help="extra JVM options for the real HMS, e.g. -Xmx1g")
-    ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, SQLite file)")
+    runner.add_common_options(ap, "a smoke run (well under a minute for all three)")
     args = ap.parse_args(argv)
-
-    only = [s.strip() for s in args.only.split(",") if s.strip()]
-    bad = [s for s in only if s not in SERVERS]
-    if bad:
-        ap.error(f"unknown server(s) {bad}; choose from {', '.join(SERVERS)}")
+    skipped = runner.skipped_servers(ap, args.only, _pg_available, java_available)
     cfg = QUICK if args.quick else FULL
-    console = Console(width=max(Console().width, 150), highlight=False)
-
-    skipped: dict[str, str] = {s: "not selected (--only)" for s in SERVERS if s not in only}
-    if "postgres" in only and not _pg_available():
-        skipped["postgres"] = "no PostgreSQL answers at 127.0.0.1:5432 (set HIVEMESH_TEST_PG)"
-    if "java" in only and not java_available():
-        skipped["java"] = "needs Java 17+ on PATH and the PySpark wheel's Hive 2.3 jars"
-
-    load = os.getloadavg()
-    console.print(
-        f"[bold]hivemesh transaction benchmark[/bold] ({'quick' if args.quick else 'full'} run; "
-        f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
-        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})"
-    )
-    for s, why in skipped.items():
-        if why != "not selected (--only)":
-            console.print(f"[yellow]note: {LABELS[s]} skipped: {why}[/yellow]")
-
-    workdir = Path(tempfile.mkdtemp(prefix="hivemesh-txnbench-"))
-    results: dict[str, Any] = {}
-    failed = False
+    console = runner.wide_console()
+    load = runner.print_banner(console, "hivemesh transaction benchmark", args.quick, skipped, LABELS)
     t0 = time.perf_counter()
-    try:
-        for s in SERVERS:
-            if s in skipped:
-                continue
-            console.print(f"[bold]{LABELS[s]}[/bold]")
-            try:
-                results[s] = bench_server(s, cfg, workdir, args.java_opts.split(), console)
-                failed |= any(isinstance(v, dict) and "error" in v for v in results[s].values())
-            except Exception as e:
-                failed = True
-                results[s] = {"error": f"{type(e).__name__}: {e}"}
-                console.print(f"[red]{LABELS[s]} failed:[/red]")
-                console.print(traceback.format_exc(), markup=False)
-    finally:
-        if args.keep or failed:
-            console.print(f"work directory kept: {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    results, failed = runner.run_servers(
+        console,
+        skipped,
+        LABELS,
+        "hivemesh-txnbench-",
+        args.keep,
+        lambda s, workdir: bench_server(s, cfg, workdir, args.java_opts.split(), console),
+    )
 
     console.print()
     render(results, skipped, cfg, console)
@@ -881,11 +844,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "hive.in.test=true, so that its TxnHandler creates the txn tables; JVM options: "
             f"{args.java_opts or 'none'}."
         )
-    end_load = os.getloadavg()
-    console.print(
-        f"total {time.perf_counter() - t0:.0f} s; load average at the end "
-        f"{end_load[0]:.2f} {end_load[1]:.2f} {end_load[2]:.2f}"
-    )
+    end_load = runner.print_total(console, t0)
     if args.json_out:
         doc = {
             "quick": args.quick,

@@ -27,12 +27,12 @@ OPERATIONS = [
 MEAN_P50 = re.compile(r"\d[\d,]*(?:\.\d+)? / \d[\d,]*(?:\.\d+)?")
 
 
-def test_quick_sqlite_run_prints_the_table(tmp_path: Path) -> None:
-    out_json = tmp_path / "bench.json"
+def run_quick_sqlite(script: str, out_json: Path) -> str:
+    """Run ``bench/<script> --quick --only sqlite --json out_json``; assert exit 0; return stdout."""
     proc = subprocess.run(
         [
             sys.executable,
-            str(repo_root() / "bench" / "metastore.py"),
+            str(repo_root() / "bench" / script),
             "--quick",
             "--only",
             "sqlite",
@@ -43,9 +43,15 @@ def test_quick_sqlite_run_prints_the_table(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=600,
+        env={**os.environ, "COLUMNS": "250"},  # one table row per line
     )
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-    out = proc.stdout
+    return proc.stdout
+
+
+def test_quick_sqlite_run_prints_the_table(tmp_path: Path) -> None:
+    out_json = tmp_path / "bench.json"
+    out = run_quick_sqlite("metastore.py", out_json)
     rows: dict[str, list[str]] = {}  # first cell -> cells of the first table row starting with it
     for line in out.splitlines():
         cells = [c.strip() for c in re.split(r"[│┃|]", line)]
@@ -97,24 +103,7 @@ NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 def test_quick_sqlite_txn_run_prints_the_table(tmp_path: Path) -> None:
     """``bench/txn.py --quick --only sqlite``: exits 0, a number in every sqlite cell, sane JSON."""
     out_json = tmp_path / "txn.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(repo_root() / "bench" / "txn.py"),
-            "--quick",
-            "--only",
-            "sqlite",
-            "--json",
-            str(out_json),
-        ],
-        cwd=repo_root(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "COLUMNS": "250"},  # one table row per line
-    )
-    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-    out = proc.stdout
+    out = run_quick_sqlite("txn.py", out_json)
     lines = [[c.strip() for c in re.split(r"[│┃]", line)] for line in out.splitlines()]
     table = [cells[1:-1] for cells in lines if len(cells) > 8]
     header = table[0]
