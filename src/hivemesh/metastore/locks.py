@@ -49,10 +49,11 @@ Concurrency
     transaction sees every grant committed before the row lock was obtained, so two conflicting locks
     can never both be granted. For a txn's lock they then lock the ``TXNS`` row, in the same order
     as commit/abort (``TXNS`` row, then ``HIVE_LOCKS`` rows), so a lock is never stored for a txn that
-    is ending and no two calls wait on each other in a cycle. Commit/abort
-    (:meth:`~LockMixin.release_txn_locks`) and heartbeats do not take the counter: they only delete
-    rows or refresh times, so at worst a concurrent decision still sees a lock that is going away and
-    answers WAITING, which the client's next ``check_lock`` corrects.
+    is ending and no two calls wait on each other in a cycle. A lock heartbeat takes the counter
+    too (before any TXNS row), so it never updates lock rows in another order than a decision.
+    Commit/abort (:meth:`~LockMixin.release_txn_locks`) do not take it: they only delete rows, so at
+    worst a concurrent decision still sees a lock that is going away and answers WAITING, which the
+    client's next ``check_lock`` corrects.
 
 Lock calls record no notification events.
 """
