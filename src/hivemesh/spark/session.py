@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,9 @@ def session(
         .config("spark.hadoop.hive.metastore.uris", metastore_uri)
         .config("spark.sql.hive.metastorePartitionPruning", "true")
         .config("spark.ui.enabled", "false")
+        # Python workers (ACID reads of original/streaming files use mapInArrow) run this
+        # interpreter, which has pyarrow and hivemesh; override with spark.pyspark.python.
+        .config("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable))
     )
     if warehouse is not None:
         builder = builder.config("spark.sql.warehouse.dir", _as_uri(warehouse))

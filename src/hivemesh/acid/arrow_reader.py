@@ -1,0 +1,367 @@
+"""Read Hive ACID tables and files with pyarrow: listings, raw events, original files, snapshots.
+
+This is the Spark-free reader. The Spark reader (:mod:`hivemesh.spark.acid_reader`) uses it on
+executors for the files Spark's own ORC reader cannot take (pre-ACID "original" files, whose row
+ids must be synthesized, and streaming files readable only up to their ``_flush_length``), and the
+``hiveacid`` data source and tooling use it for whole snapshots.
+
+Shapes: an *event table* has the ACID columns ``operation:int32, originalTransaction:int64,
+bucket:int32, rowId:int64, currentTransaction:int64, row:struct<table columns>`` (Hive
+``OrcRecordUpdater``; names are made canonical even when a file spells them in lower case).
+Locations are plain paths, ``file:`` URIs or any URI ``pyarrow.fs`` opens.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.orc as paorc
+
+from hivemesh.acid.names import ACID_COLUMNS, DELETE, encode_bucket_property, last_flush_length
+from hivemesh.acid.orcfile import hive_to_arrow_type
+from hivemesh.acid.selection import DataFile, ListedFile, SnapshotFiles, select_files
+from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
+from hivemesh.acid.writer import resolve_location
+
+KEY_COLUMNS = ("originalTransaction", "bucket", "rowId")
+_CANONICAL = {name.lower(): name for name in ACID_COLUMNS}
+HIVE_TEXT_DELIMITER = "\x01"  # LazySimpleSerDe's default field delimiter (ctrl-A)
+HIVE_TEXT_NULL = "\\N"  # LazySimpleSerDe's default null marker
+
+
+def arrow_row_type(columns: Sequence[tuple[str, str]]) -> pa.StructType:
+    """``struct<...>`` Arrow type of a table's ``(name, hive type)`` columns (ValueError on unknown
+    types)."""
+    return pa.struct([pa.field(name, hive_to_arrow_type(hive_type)) for name, hive_type in columns])
+
+
+def list_location(location: str, filesystem: pafs.FileSystem | None = None) -> list[ListedFile]:
+    """Every file under ``location`` (recursive) as :class:`ListedFile` with paths relative to it.
+
+    An absent location lists as empty (a partition dir not yet written). Raises OSError for other
+    storage errors."""
+    fs, root = resolve_location(location, filesystem)
+    info = fs.get_file_info(root)
+    if info.type == pafs.FileType.NotFound:
+        return []
+    selector = pafs.FileSelector(root, recursive=True)
+    prefix = root.rstrip("/") + "/"
+    out = []
+    for entry in fs.get_file_info(selector):
+        if entry.type != pafs.FileType.File:
+            continue
+        out.append(
+            ListedFile(
+                entry.path[len(prefix) :] if entry.path.startswith(prefix) else entry.path, entry.size or 0
+            )
+        )
+    return out
+
+
+def _join(location: str, relative: str) -> str:
+    return location.rstrip("/") + "/" + relative
+
+
+def flush_length(location: str, data_file: DataFile, filesystem: pafs.FileSystem | None = None) -> int | None:
+    """The readable length (bytes) of a streaming file: the last value of its ``_flush_length`` side
+    file, or None (read the whole file) when there is no side file or it holds no complete value."""
+    if data_file.side_file is None:
+        return None
+    fs, path = resolve_location(_join(location, data_file.side_file), filesystem)
+    try:
+        with fs.open_input_stream(path) as f:
+            return last_flush_length(f.read())
+    except FileNotFoundError:  # the batch closed meanwhile: the file is complete
+        return None
+
+
+def open_orc(
+    path: str, *, length: int | None = None, filesystem: pafs.FileSystem | None = None
+) -> paorc.ORCFile:
+    """An ORC file opened for reading; with ``length`` only its first ``length`` bytes are seen
+    (a streaming file cut at its last flushed footer). OSError/ArrowInvalid for unreadable files."""
+    fs, real = resolve_location(path, filesystem)
+    if length is None:
+        return paorc.ORCFile(fs.open_input_file(real))
+    with fs.open_input_file(real) as f:
+        data = f.read(length)
+    return paorc.ORCFile(io.BytesIO(data))
+
+
+def _canonical_names(table: pa.Table) -> pa.Table:
+    names = [
+        _CANONICAL.get(n.lower(), n) if len(table.column_names) == len(ACID_COLUMNS) else n
+        for n in table.column_names
+    ]
+    return table.rename_columns(names)
+
+
+def is_acid_schema(schema: pa.Schema) -> bool:
+    """True when ``schema`` has exactly the six ACID event columns (any case), as ORC's
+    ``SchemaEvolution.checkAcidSchema`` decides."""
+    return [n.lower() for n in schema.names] == [c.lower() for c in ACID_COLUMNS]
+
+
+def _rename_row(row: pa.ChunkedArray | pa.Array, row_type: pa.StructType) -> pa.Array:
+    """Cast a file's ``row`` struct to the table's row type, matching fields by position (Hive maps
+    ACID rows positionally; old files name them ``_col0``...)."""
+    arr = row.combine_chunks() if isinstance(row, pa.ChunkedArray) else row
+    if arr.type.num_fields != row_type.num_fields:
+        raise ValueError(f"file row has {arr.type.num_fields} columns, table has {row_type.num_fields}")
+    children = [arr.field(i).cast(row_type.field(i).type) for i in range(row_type.num_fields)]
+    return pa.StructArray.from_arrays(children, fields=list(row_type), mask=arr.is_null())
+
+
+def acid_events(
+    path: str,
+    row_type: pa.StructType,
+    *,
+    length: int | None = None,
+    filesystem: pafs.FileSystem | None = None,
+) -> pa.Table:
+    """All events of one full-ACID ORC file as an event table whose ``row`` has ``row_type``.
+    ValueError when the file has no ACID schema."""
+    table = _canonical_names(open_orc(path, length=length, filesystem=filesystem).read())
+    if not is_acid_schema(table.schema):
+        raise ValueError(f"{path}: not an ACID file (columns {table.column_names})")
+    return table.set_column(5, "row", _rename_row(table.column("row"), row_type))
+
+
+def original_row_count(path: str, filesystem: pafs.FileSystem | None = None) -> int:
+    """Rows in an original (pre-ACID) ORC file, from its footer."""
+    return open_orc(path, filesystem=filesystem).nrows
+
+
+def original_events(
+    path: str,
+    row_type: pa.StructType,
+    bucket_id: int,
+    first_row_id: int,
+    *,
+    filesystem: pafs.FileSystem | None = None,
+) -> pa.Table:
+    """An original (pre-ACID) ORC file as insert events with synthesized row ids (Hive
+    ``OrcRawRecordMerger.OriginalReaderPair``): ``originalTransaction`` = ``currentTransaction`` =
+    0, ``bucket`` = BucketCodec V1 of ``bucket_id`` (statement 0), ``rowId`` = ``first_row_id`` +
+    position. Columns are matched to ``row_type`` by position."""
+    table = open_orc(path, filesystem=filesystem).read()
+    n = table.num_rows
+    if table.num_columns != row_type.num_fields:
+        raise ValueError(f"{path}: {table.num_columns} columns, table has {row_type.num_fields}")
+    children = [
+        table.column(i).combine_chunks().cast(row_type.field(i).type) for i in range(row_type.num_fields)
+    ]
+    row = pa.StructArray.from_arrays(children, fields=list(row_type)) if n else pa.array([], row_type)
+    return pa.table(
+        {
+            "operation": pa.array([0] * n, pa.int32()),
+            "originalTransaction": pa.array([0] * n, pa.int64()),
+            "bucket": pa.array([encode_bucket_property(bucket_id)] * n, pa.int32()),
+            "rowId": pa.array(range(first_row_id, first_row_id + n), pa.int64()),
+            "currentTransaction": pa.array([0] * n, pa.int64()),
+            "row": row,
+        }
+    )
+
+
+def original_row_id_starts(
+    location: str, originals: Sequence[DataFile], filesystem: pafs.FileSystem | None = None
+) -> list[int]:
+    """First synthesized row id of each original file (same order as ``originals``, which
+    :func:`select_files` returns in Hive's (bucket, path) order): the rows of the earlier files of
+    the same bucket."""
+    starts, seen = [], {}
+    for f in originals:
+        bucket = f.bucket_id if f.bucket_id is not None else -1
+        start = seen.get(bucket, 0)
+        starts.append(start)
+        seen[bucket] = start + original_row_count(_join(location, f.path), filesystem)
+    return starts
+
+
+def write_id_mask(values: pa.Array | pa.ChunkedArray, write_ids: ValidWriteIdList) -> pa.Array:
+    """Boolean mask: which write ids in ``values`` are valid (committed) in ``write_ids``
+    (``<= highWatermark`` and not open/aborted)."""
+    mask = pc.less_equal(values, pa.scalar(write_ids.high_watermark, pa.int64()))
+    invalid = [w for w in write_ids.exceptions if w <= write_ids.high_watermark]
+    if invalid:
+        mask = pc.and_(mask, pc.invert(pc.is_in(values, value_set=pa.array(invalid, pa.int64()))))
+    return mask
+
+
+def delete_keys(
+    location: str,
+    delete_files: Iterable[DataFile],
+    write_ids: ValidWriteIdList,
+    filesystem: pafs.FileSystem | None = None,
+) -> pa.Table:
+    """ROW__IDs deleted in the snapshot: ``(originalTransaction, bucket, rowId)`` of the delete
+    events in ``delete_files`` whose deleting write id (``currentTransaction``) is valid."""
+    parts = []
+    for f in delete_files:
+        fs, path = resolve_location(_join(location, f.path), filesystem)
+        table = _canonical_names(paorc.ORCFile(fs.open_input_file(path)).read(columns=None))
+        table = table.filter(
+            pc.and_(
+                pc.equal(table["operation"], DELETE), write_id_mask(table["currentTransaction"], write_ids)
+            )
+        )
+        parts.append(table.select(list(KEY_COLUMNS)))
+    if not parts:
+        return pa.table(
+            {
+                "originalTransaction": pa.array([], pa.int64()),
+                "bucket": pa.array([], pa.int32()),
+                "rowId": pa.array([], pa.int64()),
+            }
+        )
+    return pa.concat_tables(parts).group_by(list(KEY_COLUMNS)).aggregate([])
+
+
+def apply_snapshot(
+    events: pa.Table, deleted: pa.Table | None, write_ids: ValidWriteIdList | None
+) -> pa.Table:
+    """Drop from an event table the non-insert events, the rows of write ids invalid in
+    ``write_ids`` (None: no check) and the rows whose ROW__ID is in ``deleted``."""
+    mask = pc.not_equal(events["operation"], DELETE)
+    if write_ids is not None:
+        mask = pc.and_(mask, write_id_mask(events["currentTransaction"], write_ids))
+    events = events.filter(mask)
+    if deleted is not None and deleted.num_rows and events.num_rows:
+        keys = events.select(list(KEY_COLUMNS)).append_column(
+            "__pos", pa.array(range(events.num_rows), pa.int64())
+        )
+        kept = keys.join(deleted, keys=list(KEY_COLUMNS), join_type="left anti", use_threads=True)
+        positions = kept["__pos"]
+        events = events.take(pc.take(positions, pc.sort_indices(positions)))
+    return events
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """What the Spark-free reader needs to know of a table: ``columns`` ``(name, hive type)``,
+    ``insert_only`` and, for insert-only tables, ``file_format`` (``orc``, ``parquet``, ``text``)
+    and the text field delimiter."""
+
+    columns: tuple[tuple[str, str], ...]
+    insert_only: bool = False
+    file_format: str = "orc"
+    field_delimiter: str = HIVE_TEXT_DELIMITER
+
+
+def read_plain_file(path: str, layout: TableLayout, filesystem: pafs.FileSystem | None = None) -> pa.Table:
+    """One data file of an insert-only table (ORC, Parquet or Hive text), cast to the table's
+    columns by position."""
+    row_type = arrow_row_type(layout.columns)
+    fs, real = resolve_location(path, filesystem)
+    fmt = layout.file_format
+    if fmt == "orc":
+        table = paorc.ORCFile(fs.open_input_file(real)).read()
+    elif fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(real, filesystem=fs)
+    elif fmt == "text":
+        import pyarrow.csv as pacsv
+
+        with fs.open_input_stream(real) as f:
+            table = pacsv.read_csv(
+                f,
+                read_options=pacsv.ReadOptions(column_names=[n for n, _ in layout.columns]),
+                parse_options=pacsv.ParseOptions(delimiter=layout.field_delimiter, quote_char=False),
+                convert_options=pacsv.ConvertOptions(
+                    null_values=[HIVE_TEXT_NULL],
+                    strings_can_be_null=True,
+                    column_types={
+                        n: f.type for n, f in zip((c for c, _ in layout.columns), row_type, strict=True)
+                    },
+                ),
+            )
+    else:
+        raise ValueError(f"unsupported insert-only file format {fmt!r} (orc, parquet, text)")
+    if table.num_columns != row_type.num_fields:
+        raise ValueError(f"{path}: {table.num_columns} columns, table has {row_type.num_fields}")
+    return pa.table(
+        [table.column(i).cast(row_type.field(i).type) for i in range(row_type.num_fields)],
+        schema=pa.schema(list(row_type)),
+    )
+
+
+def read_snapshot_files(
+    location: str,
+    files: SnapshotFiles,
+    write_ids: ValidWriteIdList,
+    layout: TableLayout,
+    *,
+    with_row_ids: bool = False,
+    filesystem: pafs.FileSystem | None = None,
+) -> pa.Table:
+    """The rows of one table/partition location under a snapshot whose files were chosen by
+    :func:`select_files`: table columns, plus ``originalTransaction``, ``bucket``, ``rowId``
+    first when ``with_row_ids`` (full ACID only)."""
+    row_type = arrow_row_type(layout.columns)
+    schema = pa.schema(list(row_type))
+    if layout.insert_only:
+        if with_row_ids:
+            raise ValueError("insert-only tables have no row ids")
+        parts = [read_plain_file(_join(location, f.path), layout, filesystem) for f in files.data_files]
+        return pa.concat_tables(parts) if parts else schema.empty_table()
+    events = []
+    starts = original_row_id_starts(location, files.original_files, filesystem)
+    for f, start in zip(files.original_files, starts, strict=True):
+        events.append(
+            original_events(_join(location, f.path), row_type, f.bucket_id or 0, start, filesystem=filesystem)
+        )
+    for f in files.data_files:
+        path = _join(location, f.path)
+        if f.directory is None:  # an original file: read above
+            continue
+        length = flush_length(location, f, filesystem)
+        events.append(acid_events(path, row_type, length=length, filesystem=filesystem))
+    if not events:
+        out = schema.empty_table()
+        if with_row_ids:
+            out = pa.table(
+                {
+                    "originalTransaction": pa.array([], pa.int64()),
+                    "bucket": pa.array([], pa.int32()),
+                    "rowId": pa.array([], pa.int64()),
+                    **{n: out[n] for n in out.column_names},
+                }
+            )
+        return out
+    table = pa.concat_tables(events)
+    deleted = delete_keys(location, files.delete_files, write_ids, filesystem) if files.delete_files else None
+    table = apply_snapshot(table, deleted, write_ids)
+    row = table["row"].combine_chunks()
+    columns = {field.name: row.field(i) for i, field in enumerate(row_type)}
+    if with_row_ids:
+        columns = {k: table[k] for k in KEY_COLUMNS} | columns
+    return pa.table(columns)
+
+
+def read_acid_location(
+    location: str,
+    write_ids: ValidWriteIdList | str,
+    layout: TableLayout,
+    *,
+    txns: ValidTxnList | str | None = None,
+    with_row_ids: bool = False,
+    filesystem: pafs.FileSystem | None = None,
+) -> pa.Table:
+    """List ``location``, choose its files under ``write_ids`` (format: Hive
+    ValidReaderWriteIdList.writeToString, e.g. ``db.t:4:9223372036854775807::``) and read them.
+    Raises NotEnoughHistoryError when the snapshot is older than the oldest compacted base."""
+    if isinstance(write_ids, str):
+        write_ids = ValidWriteIdList.parse(write_ids)
+    if isinstance(txns, str):
+        txns = ValidTxnList.parse(txns)
+    files = select_files(list_location(location, filesystem), write_ids, txns, insert_only=layout.insert_only)
+    return read_snapshot_files(
+        location, files, write_ids, layout, with_row_ids=with_row_ids, filesystem=filesystem
+    )
