@@ -1,4 +1,4 @@
-"""The ``hivemesh`` command: ``hivemesh metastore``, ``hivemesh quickstart``."""
+"""The ``hivemesh`` command: ``hivemesh metastore``, ``hivemesh quickstart``, ``hivemesh acid``."""
 
 from __future__ import annotations
 
@@ -104,6 +104,14 @@ def quickstart(metastore_uri: str | None, scale: float, data_dir: Path, log_leve
 
     sys.exit(run(metastore_uri=metastore_uri, scale=scale, data_dir=data_dir))
 
+
+def _add_acid() -> None:
+    from hivemesh.acid.cli import acid
+
+    main.add_command(acid)
+
+
+_add_acid()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -365,3 +365,42 @@ def read_acid_location(
     return read_snapshot_files(
         location, files, write_ids, layout, with_row_ids=with_row_ids, filesystem=filesystem
     )
+
+
+def schema_from_files(location: str, files: SnapshotFiles) -> list[tuple[str, str]]:
+    """``(name, hive type)`` columns of a snapshot's data: the ``row`` struct of its first ACID
+    file, else the columns of its first original file. ValueError when it has no files."""
+    for f in (*files.data_files, *files.delete_files):
+        if f.directory is None:
+            continue
+        fs, real = resolve_location(location.rstrip("/") + "/" + f.path)
+        row = paorc.ORCFile(fs.open_input_file(real)).schema.field(5).type
+        return [(field.name, _hive_type_of(field.type)) for field in row]
+    for f in files.original_files:
+        fs, real = resolve_location(location.rstrip("/") + "/" + f.path)
+        return [
+            (field.name, _hive_type_of(field.type))
+            for field in paorc.ORCFile(fs.open_input_file(real)).schema
+        ]
+    raise ValueError(f"{location}: no files to take the schema from; pass schema=")
+
+
+def _hive_type_of(t: pa.DataType) -> str:
+    simple = {
+        pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint",
+        pa.float32(): "float", pa.float64(): "double", pa.string(): "string", pa.bool_(): "boolean",
+        pa.binary(): "binary", pa.date32(): "date",
+    }  # fmt: skip
+    if t in simple:
+        return simple[t]
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_list(t):
+        return f"array<{_hive_type_of(t.value_type)}>"
+    if pa.types.is_map(t):
+        return f"map<{_hive_type_of(t.key_type)},{_hive_type_of(t.item_type)}>"
+    if pa.types.is_struct(t):
+        return "struct<" + ",".join(f"{f.name}:{_hive_type_of(f.type)}" for f in t) + ">"
+    raise ValueError(f"no Hive type for Arrow type {t}")

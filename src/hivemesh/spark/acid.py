@@ -32,7 +32,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from hivemesh.acid.arrow_reader import TableLayout, list_location
+from hivemesh.acid.arrow_reader import TableLayout, list_location, schema_from_files
 from hivemesh.acid.selection import select_files
 from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
 from hivemesh.acid.tables import is_insert_only, is_transactional, table_file_format
@@ -300,49 +300,6 @@ def _columns_of(schema: Any) -> list[tuple[str, str]]:
     return [(str(n), str(t)) for n, t in schema]
 
 
-def _schema_from_files(location: str, files: Any) -> list[tuple[str, str]]:
-    import pyarrow.orc as paorc
-
-    from hivemesh.acid.writer import resolve_location
-
-    for f in (*files.data_files, *files.delete_files):
-        if f.directory is None:
-            continue
-        fs, real = resolve_location(location.rstrip("/") + "/" + f.path)
-        row = paorc.ORCFile(fs.open_input_file(real)).schema.field(5).type
-        return [(field.name, _hive_type_of(field.type)) for field in row]
-    for f in files.original_files:
-        fs, real = resolve_location(location.rstrip("/") + "/" + f.path)
-        return [
-            (field.name, _hive_type_of(field.type))
-            for field in paorc.ORCFile(fs.open_input_file(real)).schema
-        ]
-    raise ValueError(f"{location}: no files to take the schema from; pass schema=")
-
-
-def _hive_type_of(t: Any) -> str:
-    import pyarrow as pa
-
-    simple = {
-        pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint",
-        pa.float32(): "float", pa.float64(): "double", pa.string(): "string", pa.bool_(): "boolean",
-        pa.binary(): "binary", pa.date32(): "date",
-    }  # fmt: skip
-    if t in simple:
-        return simple[t]
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    if pa.types.is_decimal(t):
-        return f"decimal({t.precision},{t.scale})"
-    if pa.types.is_list(t):
-        return f"array<{_hive_type_of(t.value_type)}>"
-    if pa.types.is_map(t):
-        return f"map<{_hive_type_of(t.key_type)},{_hive_type_of(t.item_type)}>"
-    if pa.types.is_struct(t):
-        return "struct<" + ",".join(f"{f.name}:{_hive_type_of(f.type)}" for f in t) + ">"
-    raise ValueError(f"no Hive type for Arrow type {t}")
-
-
 def read_acid_path(
     spark: SparkSession,
     path: str,
@@ -359,7 +316,7 @@ def read_acid_path(
     )
     txns = ValidTxnList.parse(valid_txns) if isinstance(valid_txns, str) else valid_txns
     files = select_files(list_location(path), write_ids, txns, insert_only=insert_only)
-    columns = _columns_of(schema) if schema is not None else _schema_from_files(path, files)
+    columns = _columns_of(schema) if schema is not None else schema_from_files(path, files)
     layout = TableLayout(tuple(columns), insert_only=insert_only)
     return snapshot_dataframe(
         spark, [LocationFiles(path, files)], write_ids, layout, with_row_ids=with_row_ids

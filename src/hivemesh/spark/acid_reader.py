@@ -42,6 +42,7 @@ from pyspark.sql.types import (
     LongType,
     MapType,
     ShortType,
+    StringType,
     StructField,
     StructType,
     TimestampType,
@@ -88,6 +89,7 @@ _CHEAP = [
     BooleanType,
     ByteType,
     ShortType,
+    StringType,
     IntegerType,
     DateType,
     LongType,
@@ -315,26 +317,44 @@ def snapshot_dataframe(
     return events.select(*out)
 
 
+CASE_PARTITIONS_MAX = 32  # up to this many partitions values come from a CASE, beyond from a join
+
+
 def _with_partitions(
     df: DataFrame, locations: Sequence[LocationFiles], partition_cols: Sequence[tuple[str, str]]
 ) -> DataFrame:
-    """Replace the partition index column by the partition columns' values (typed)."""
+    """Replace the partition index column by the partition columns' values (typed): a CASE on the
+    index for a few partitions, a broadcast join with a small table of values for many."""
     names = [name for name, _ in partition_cols]
-    expr = None
+    data_cols = [c for c in df.columns if c != PARTITION_INDEX and c not in names]
+
+    def value(loc: LocationFiles, i: int) -> str | None:
+        v = loc.partition_values[i]
+        return None if v == "__HIVE_DEFAULT_PARTITION__" else v
+
+    if len(locations) > CASE_PARTITIONS_MAX:
+        spark = df.sparkSession
+        rows = [(pindex, *(value(loc, i) for i in range(len(names)))) for pindex, loc in enumerate(locations)]
+        schema = StructType(
+            [
+                StructField(PARTITION_INDEX, IntegerType()),
+                *(StructField(f"__v{i}", StringType()) for i in range(len(names))),
+            ]
+        )
+        values = spark.createDataFrame(rows, schema).select(
+            PARTITION_INDEX,
+            *(F.col(f"__v{i}").cast(spark_type(t)).alias(n) for i, (n, t) in enumerate(partition_cols)),
+        )
+        return df.join(F.broadcast(values), PARTITION_INDEX).select(*data_cols, *names)
     columns = []
     for i, (name, hive_type) in enumerate(partition_cols):
         expr = None
         for pindex, loc in enumerate(locations):
-            value = loc.partition_values[i]
-            lit = F.lit(None) if value == "__HIVE_DEFAULT_PARTITION__" else F.lit(value)
-            expr = (
-                F.when(F.col(PARTITION_INDEX) == pindex, lit)
-                if expr is None
-                else expr.when(F.col(PARTITION_INDEX) == pindex, lit)
-            )
+            lit = F.lit(value(loc, i))
+            cond = F.col(PARTITION_INDEX) == pindex
+            expr = F.when(cond, lit) if expr is None else expr.when(cond, lit)
         col = expr if expr is not None else F.lit(None)
         columns.append(col.cast(spark_type(hive_type)).alias(name))
-    data_cols = [c for c in df.columns if c != PARTITION_INDEX and c not in names]
     return df.select(*data_cols, *columns)
 
 
