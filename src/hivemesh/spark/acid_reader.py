@@ -189,6 +189,24 @@ def _arrow_tasks_reader(columns: tuple[tuple[str, str], ...], out_schema_json: s
     return read
 
 
+def _use_configured_python(spark: SparkSession) -> None:
+    """Make the ``mapInArrow`` workers run ``spark.pyspark.python`` (set by
+    :func:`hivemesh.spark.session` to an interpreter with pyarrow and hivemesh).
+
+    A driver started from Python (not ``spark-submit``) takes the workers' interpreter from
+    ``$PYSPARK_PYTHON`` only (``SparkContext.pythonExec``, default ``python3``) and ignores the
+    setting, so without this the workers may run a ``python3`` that has neither. An explicit
+    ``$PYSPARK_PYTHON`` wins."""
+    import os
+
+    sc = spark.sparkContext
+    if os.environ.get("PYSPARK_PYTHON"):
+        return
+    configured = sc.getConf().get("spark.pyspark.python")
+    if configured and getattr(sc, "pythonExec", None) != configured:
+        sc.pythonExec = configured
+
+
 def _partition_literals(partition_cols: Sequence[tuple[str, str]], values: Sequence[str]) -> list[Column]:
     cols = []
     for (name, hive_type), value in zip(partition_cols, values, strict=True):
@@ -284,6 +302,7 @@ def snapshot_dataframe(
                 )
             )
     if arrow_tasks:
+        _use_configured_python(spark)
         out_schema = _arrow_events_schema(columns)
         tasks = spark.createDataFrame(
             arrow_tasks, "kind string, path string, length long, bucket_id int, first_row_id long, pindex int"
@@ -374,7 +393,7 @@ def _insert_only_dataframe(
         if layout.file_format == "orc":
             df = reader.orc(paths)
         elif layout.file_format == "parquet":
-            df = reader.parquet(paths)
+            df = reader.parquet(*paths)  # varargs: a list argument fails in the JVM
         elif layout.file_format == "text":
             df = (
                 reader.option("sep", layout.field_delimiter)

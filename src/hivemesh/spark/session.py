@@ -47,10 +47,14 @@ def session(
         .config("spark.hadoop.hive.metastore.uris", metastore_uri)
         .config("spark.sql.hive.metastorePartitionPruning", "true")
         .config("spark.ui.enabled", "false")
-        # Python workers (ACID reads of original/streaming files use mapInArrow) run this
-        # interpreter, which has pyarrow and hivemesh; override with spark.pyspark.python.
-        .config("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable))
     )
+    # Python workers (ACID reads of original/streaming files, DML writers, the hiveacid data
+    # source) must run an interpreter with pyarrow and hivemesh. A driver started from Python
+    # takes the workers' interpreter from $PYSPARK_PYTHON only (spark.pyspark.python counts under
+    # spark-submit), so default both to this interpreter; an explicit setting wins.
+    python = conf.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or sys.executable
+    os.environ.setdefault("PYSPARK_PYTHON", str(python))
+    builder = builder.config("spark.pyspark.python", str(python))
     if warehouse is not None:
         builder = builder.config("spark.sql.warehouse.dir", _as_uri(warehouse))
     for key, value in conf.items():
