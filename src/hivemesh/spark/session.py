@@ -59,4 +59,8 @@ def session(
         builder = builder.config("spark.sql.warehouse.dir", _as_uri(warehouse))
     for key, value in conf.items():
         builder = builder.config(key, str(value))
-    return builder.enableHiveSupport().getOrCreate()
+    spark = builder.enableHiveSupport().getOrCreate()
+    from hivemesh.spark.acid_source import register
+
+    register(spark)  # spark.read.format("hiveacid")
+    return spark
