@@ -43,14 +43,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hive_metastore.ttypes import Database
 
+from hivemesh.metastore.client import MetastoreClient
 from tests.support.servers import HivemeshProcess
 from tests.support.spark_reference import SPARK_MASTER, SPARK_TEST_CONF, driver_java_options, write_log4j2
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SparkMetastore", "spark", "spark_metastore", "spark_store_url"]
+__all__ = ["SparkMetastore", "client", "db", "spark", "spark_metastore", "spark_store_url"]
 
 _METRICS = re.compile(r"hivemesh metastore metrics on (http://\S+/metrics)")
 _CALLS = re.compile(r'^hivemesh_thrift_calls_total\{method="([^"]+)"\} (\S+)$', re.MULTILINE)
@@ -177,3 +179,17 @@ def spark(
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture()
+def client(spark_metastore: SparkMetastore) -> Iterator[MetastoreClient]:
+    """A :class:`MetastoreClient` on the ``spark`` fixture's metastore (ACID tests)."""
+    with MetastoreClient(spark_metastore.uri) as c:
+        yield c
+
+
+@pytest.fixture()
+def db(client: MetastoreClient, unique_name: str, tmp_path: Path) -> str:
+    """A new database (named by ``unique_name``, located in the test's tmp dir) on that metastore."""
+    client.raw.create_database(Database(name=unique_name, locationUri=str(tmp_path / "db"), parameters={}))
+    return unique_name

@@ -16,14 +16,13 @@ Real Spark on a real metastore (SQLite and PostgreSQL):
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pyarrow.orc as po
 import pytest
-from hive_metastore.ttypes import Database, Partition, TxnState
+from hive_metastore.ttypes import Partition, TxnState
 from pyspark.sql import functions as F
 
 from hivemesh.acid.names import decode_bucket_property, parse_acid_dir
@@ -35,18 +34,6 @@ from hivemesh.spark.acid import NotTransactionalError, acid_session
 from hivemesh.spark.acid_dml import AGENT_INFO, _remove_orphans, delete_acid, insert_acid, update_acid
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture()
-def client(spark_metastore: Any) -> Iterator[MetastoreClient]:
-    with MetastoreClient(spark_metastore.uri) as c:
-        yield c
-
-
-@pytest.fixture()
-def db(client: MetastoreClient, unique_name: str, tmp_path: Path) -> str:
-    client.raw.create_database(Database(name=unique_name, locationUri=str(tmp_path / "db"), parameters={}))
-    return unique_name
 
 
 def table_rows(spark: Any, table: str, *, row_ids: bool = False) -> set[tuple]:

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pyarrow.orc as po
 import pytest
-from hive_metastore.ttypes import Database
 
 from hivemesh.acid.arrow_reader import TableLayout, read_acid_location
 from hivemesh.acid.names import encode_bucket_property
@@ -76,18 +74,6 @@ NEW = _row(9)
 
 
 # --- fixtures and helpers ------------------------------------------------------------------------
-
-
-@pytest.fixture()
-def client(spark_metastore: Any) -> Iterator[MetastoreClient]:
-    with MetastoreClient(spark_metastore.uri) as c:
-        yield c
-
-
-@pytest.fixture()
-def db(client: MetastoreClient, unique_name: str, tmp_path: Path) -> str:
-    client.raw.create_database(Database(name=unique_name, locationUri=str(tmp_path / "db"), parameters={}))
-    return unique_name
 
 
 def location_of(client: MetastoreClient, db: str, table: str) -> str:

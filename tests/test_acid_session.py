@@ -41,18 +41,6 @@ COLS = [("id", "int"), ("v", "string")]
 ROWS = [(1, "a"), (2, "b"), (3, "c")]
 
 
-@pytest.fixture()
-def client(spark_metastore: Any) -> Iterator[MetastoreClient]:
-    with MetastoreClient(spark_metastore.uri) as c:
-        yield c
-
-
-@pytest.fixture()
-def db(client: MetastoreClient, unique_name: str, tmp_path: Path) -> str:
-    client.raw.create_database(Database(name=unique_name, locationUri=str(tmp_path / "db"), parameters={}))
-    return unique_name
-
-
 def make_table(client: MetastoreClient, db: str, name: str = "t", rows: list[tuple] = ROWS) -> AcidWriter:
     create_transactional_table(client, db, name, COLS)
     w = AcidWriter(client, db, name)

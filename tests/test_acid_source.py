@@ -14,12 +14,10 @@ Real Spark on a real metastore (SQLite and PostgreSQL):
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hive_metastore.ttypes import Database
 from pyspark.sql.datasource import EqualNullSafe, EqualTo, GreaterThan, In, IsNull, LessThanOrEqual, Not
 
 from hivemesh.acid.names import encode_bucket_property
@@ -31,18 +29,6 @@ from hivemesh.spark.acid_source import filter_to_hive, filters_to_hive, register
 pytestmark = pytest.mark.spark
 
 B0 = encode_bucket_property(0)
-
-
-@pytest.fixture()
-def client(spark_metastore: Any) -> Iterator[MetastoreClient]:
-    with MetastoreClient(spark_metastore.uri) as c:
-        yield c
-
-
-@pytest.fixture()
-def db(client: MetastoreClient, unique_name: str, tmp_path: Path) -> str:
-    client.raw.create_database(Database(name=unique_name, locationUri=str(tmp_path / "db"), parameters={}))
-    return unique_name
 
 
 @pytest.fixture()

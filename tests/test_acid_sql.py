@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hive_metastore.ttypes import Database
 
 from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.tables import create_transactional_table
@@ -49,18 +48,6 @@ EMP_ROWS = [
     (428945, "Joe", "joe.robinson@gmail.com", "Michigantown", 3),
     (111111, "Gone", "gone@example.com", "Nowhere", 4),
 ]
-
-
-@pytest.fixture()
-def client(spark_metastore: Any) -> Iterator[MetastoreClient]:
-    with MetastoreClient(spark_metastore.uri) as c:
-        yield c
-
-
-@pytest.fixture()
-def db(client: MetastoreClient, unique_name: str, tmp_path: Path) -> str:
-    client.raw.create_database(Database(name=unique_name, locationUri=str(tmp_path / "db"), parameters={}))
-    return unique_name
 
 
 @contextmanager

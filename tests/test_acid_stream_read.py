@@ -11,12 +11,10 @@ only committed rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hive_metastore.ttypes import Database
 
 from hivemesh.acid.arrow_reader import TableLayout, read_acid_location
 from hivemesh.acid.names import parse_flush_lengths
@@ -33,18 +31,6 @@ COLS = (("a", "string"), ("b", "int"))
 BIG_TXN = 5  # writes enough rows for the ORC writer to emit a stripe before the txn commits
 BIG_ROWS = 500
 ABORTED_TXN = 7
-
-
-@pytest.fixture()
-def client(spark_metastore: Any) -> Iterator[MetastoreClient]:
-    with MetastoreClient(spark_metastore.uri) as c:
-        yield c
-
-
-@pytest.fixture()
-def db(client: MetastoreClient, unique_name: str, tmp_path: Path) -> str:
-    client.raw.create_database(Database(name=unique_name, locationUri=str(tmp_path / "db"), parameters={}))
-    return unique_name
 
 
 def rows_of(i: int) -> list[tuple[str, int]]:
