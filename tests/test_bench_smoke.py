@@ -1,4 +1,5 @@
-"""Smoke tests of the benchmarks: ``bench/metastore.py`` and ``bench/txn.py`` with ``--quick --only sqlite``.
+"""Smoke tests of the benchmarks: ``bench/metastore.py`` and ``bench/txn.py`` with ``--quick --only sqlite``,
+``bench/acid_read.py`` at scale 0.01.
 
 Checks that each script exits 0 and prints its tables with numbers; no timing is asserted.
 """
@@ -11,6 +12,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import repo_root
 
@@ -132,3 +135,61 @@ def test_quick_sqlite_txn_run_prints_the_table(tmp_path: Path) -> None:
     notes = sqlite["notifications"]
     assert notes["batched"]["mean_ms"] > 0 and notes["one_call"]["mean_ms"] > 0
     assert {"OPEN_TXN", "COMMIT_TXN"} <= set(notes["event_types"])
+
+
+@pytest.mark.spark
+def test_acid_read_bench_tiny_run(tmp_path: Path) -> None:
+    """``bench/acid_read.py`` at scale 0.01, one timed run: exits 0 (so every ACID read returned the
+    plain ORC table's rows), a time in every cell of the comparison table, sane JSON."""
+    out_json = tmp_path / "acid.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(repo_root() / "bench" / "acid_read.py"),
+            "--scale",
+            "0.01",
+            "--repeat",
+            "1",
+            "--spark-memory",
+            "1g",
+            "--keep",
+            str(tmp_path / "data"),
+            "--json",
+            str(out_json),
+        ],
+        cwd=repo_root(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "250"},
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    out = proc.stdout
+    table = [[c.strip() for c in re.split(r"[│┃]", line)][1:-1] for line in out.splitlines()]
+    table = [cells for cells in table if len(cells) == 8]
+    assert table and table[0][:4] == ["read", "plain ORC s", "ACID s", "plain/ACID"], out
+    for label in (
+        "count(*), no deletes",
+        "Q1 aggregate, no deletes",
+        "count(*), 10% deleted",
+        "Q1 aggregate, 10% deleted",
+    ):
+        row = next((r for r in table if r[0] == label), None)
+        assert row is not None, f"no row {label!r}:\n{out}"
+        for cell in (row[1], row[2], row[3], row[5], row[6]):  # plain, ACID, ratio, hive impl, hive/native
+            assert NUMBER.fullmatch(cell), f"{label}: {row}"
+    assert "Spark writes plain ORC (zlib), all rows" in out and "JVM driver peak RSS" in out
+
+    doc = json.loads(out_json.read_text(encoding="utf-8"))
+    rows, deleted = doc["rows"], doc["deleted"]
+    assert rows > 50_000 and abs(deleted - rows / 10) <= 8, (rows, deleted)  # every 10th row of 8 files
+    variants = doc["variants"]
+    assert set(variants) == {
+        "plain_full", "acid_nodel", "plain_90", "acid_del", "plain_full_hive", "acid_nodel_hive", "acid_del_hive",
+    }  # fmt: skip
+    for key, v in variants.items():
+        expect = rows if key.startswith(("plain_full", "acid_nodel")) else rows - deleted
+        assert v["count"]["result"] == expect, (key, v["count"])
+        assert v["q1"]["result"] == variants["plain_full" if expect == rows else "plain_90"]["q1"]["result"]
+        assert v["count"]["best_s"] > 0 and len(v["q1"]["runs_s"]) == 1
+    assert doc["build"]["built_now"] and len(doc["build"]["acid"]["inserts"]) == 8
