@@ -14,7 +14,6 @@ Real Spark on a real metastore (SQLite and PostgreSQL):
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,9 +21,10 @@ from pyspark.sql.datasource import EqualNullSafe, EqualTo, GreaterThan, In, IsNu
 
 from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.tables import create_transactional_table
-from hivemesh.acid.writer import AcidWriter, resolve_location
+from hivemesh.acid.writer import AcidWriter
 from hivemesh.metastore.client import MetastoreClient
 from hivemesh.spark.acid_source import filter_to_hive, filters_to_hive, register
+from tests.support.acid import break_partition
 
 pytestmark = pytest.mark.spark
 
@@ -50,15 +50,6 @@ def make_sales(client: MetastoreClient, db: str) -> dict[str, str]:
     w.update([(1, B0, 0)], [(1, 11)], partition={"ds": "a", "hr": 1})
     parts = client.call("get_partitions", db, "sales", -1)
     return {p.values[0] + "/" + p.values[1]: p.sd.location for p in parts}
-
-
-def break_partition(location: str) -> None:
-    """Replace a partition directory by a file: listing it fails."""
-    path = Path(resolve_location(location)[1])
-    for f in sorted(path.rglob("*"), reverse=True):
-        f.unlink() if f.is_file() else f.rmdir()
-    path.rmdir()
-    path.write_text("not a directory")
 
 
 def test_reads_full_acid_tables(

@@ -20,17 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.tables import create_transactional_table
-from hivemesh.acid.writer import AcidWriter, resolve_location
+from hivemesh.acid.writer import AcidWriter
 from hivemesh.metastore.client import MetastoreClient
 from hivemesh.spark.acid import AcidSession, acid_session
 from hivemesh.spark.acid_sql import VIEW_PREFIX
+from tests.support.acid import break_partition
 
 pytestmark = pytest.mark.spark
 
@@ -82,15 +82,6 @@ def make_sales(client: MetastoreClient, db: str) -> dict[str, str]:
     w.delete([(1, B0, 0)], partition={"ds": "a", "hr": 2})  # id 2
     parts = client.call("get_partitions", db, "sales", -1)
     return {p.values[0] + "/" + p.values[1]: p.sd.location for p in parts}
-
-
-def break_partition(location: str) -> None:
-    """Replace a partition directory by a file: listing it fails."""
-    path = Path(resolve_location(location)[1])
-    for f in sorted(path.rglob("*"), reverse=True):
-        f.unlink() if f.is_file() else f.rmdir()
-    path.rmdir()
-    path.write_text("not a directory")
 
 
 def rows(df: Any) -> set[tuple]:
