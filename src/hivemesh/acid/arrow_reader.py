@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,6 +27,7 @@ from hivemesh.acid.names import ACID_COLUMNS, DELETE, encode_bucket_property, la
 from hivemesh.acid.orcfile import hive_to_arrow_type
 from hivemesh.acid.selection import DataFile, ListedFile, SnapshotFiles, select_files
 from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
+from hivemesh.acid.tables import NotTransactionalError, is_insert_only, is_transactional, table_file_format
 from hivemesh.acid.writer import resolve_location
 
 KEY_COLUMNS = ("originalTransaction", "bucket", "rowId")
@@ -252,6 +254,28 @@ class TableLayout:
     insert_only: bool = False
     file_format: str = "orc"
     field_delimiter: str = HIVE_TEXT_DELIMITER
+
+
+_FORMATS = {"orc": "orc", "parquet": "parquet", "textfile": "text"}
+
+
+def table_layout(table: Any) -> TableLayout:
+    """:class:`TableLayout` of a metastore Table: its columns, full ACID or insert-only and, for
+    insert-only, the file format and the text field delimiter (SerDe ``field.delim``, a character
+    or its decimal code). NotTransactionalError when the table is not transactional; ValueError
+    for an unsupported storage format."""
+    if not is_transactional(table):
+        raise NotTransactionalError(f"{table.dbName}.{table.tableName} is not transactional")
+    columns = tuple((c.name, c.type) for c in table.sd.cols)
+    if not is_insert_only(table):
+        return TableLayout(columns)
+    fmt = _FORMATS[table_file_format(table)]
+    serde = table.sd.serdeInfo
+    params = (serde.parameters if serde is not None else None) or {}
+    delimiter = params.get("field.delim") or params.get("serialization.format") or HIVE_TEXT_DELIMITER
+    if fmt == "text" and delimiter.isdigit() and len(delimiter) <= 3:
+        delimiter = chr(int(delimiter))
+    return TableLayout(columns, insert_only=True, file_format=fmt, field_delimiter=delimiter)
 
 
 def read_plain_file(path: str, layout: TableLayout, filesystem: pafs.FileSystem | None = None) -> pa.Table:

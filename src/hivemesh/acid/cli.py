@@ -64,8 +64,9 @@ def _targets(
         raise click.UsageError("TABLE needs --metastore-uri thrift://host:port")
     from hive_metastore.ttypes import TxnType
 
+    from hivemesh.acid.arrow_reader import table_layout
+    from hivemesh.acid.tables import split_name, table_locations
     from hivemesh.metastore.client import MetastoreClient, lock_component
-    from hivemesh.spark.acid import split_name, table_layout
 
     db, name = split_name(table)
     with MetastoreClient(metastore_uri) as client:
@@ -78,26 +79,17 @@ def _targets(
             tx.lock([lock_component(db, name)])
             vtl = tx.valid_txn_list()
             wids = tx.valid_write_ids([f"{db}.{name}"], vtl)[f"{db}.{name}"]
-            if tbl.partitionKeys:
-                if partition_filter:
-                    parts = client.call(
-                        "get_partitions_by_filter", db, name, partition_filter, -1, idempotent=True
-                    )
-                else:
-                    parts = client.call("get_partitions", db, name, -1, idempotent=True)
-                keys = [k.name for k in tbl.partitionKeys]
-                targets = [
-                    _Target(
-                        p.sd.location,
-                        "/".join(f"{k}={v}" for k, v in zip(keys, p.values, strict=True)),
-                        wids,
-                        vtl,
-                        layout,
-                    )
-                    for p in parts
-                ]
-            else:
-                targets = [_Target(tbl.sd.location, f"{db}.{name}", wids, vtl, layout)]
+            keys = [k.name for k in tbl.partitionKeys or []]
+            targets = [
+                _Target(
+                    loc,
+                    "/".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or f"{db}.{name}",
+                    wids,
+                    vtl,
+                    layout,
+                )
+                for loc, values in table_locations(client, tbl, partition_filter)
+            ]
             yield targets
 
 

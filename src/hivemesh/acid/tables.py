@@ -207,3 +207,38 @@ def create_transactional_table(
     table = transactional_table(db, name, columns, *args, **kwargs)
     client.raw.create_table(table)
     return client.raw.get_table(table.dbName, table.tableName)
+
+
+class NotTransactionalError(ValueError):
+    """The table is not a Hive transactional table (read it as a plain table)."""
+
+
+def split_name(table: str, default_db: str = "default") -> tuple[str, str]:
+    """``db.table`` -> ``(db, table)`` in lower case (``table`` alone -> ``default_db``); backticks
+    are dropped. ValueError for more than two parts."""
+    parts = table.strip().strip("`").lower().split(".")
+    if len(parts) == 1:
+        return default_db, parts[0]
+    if len(parts) == 2:
+        return parts[0].strip("`"), parts[1].strip("`")
+    raise ValueError(f"table name {table!r}: expected db.table")
+
+
+def table_locations(
+    client: Any, table: Any, partition_filter: str | None = None
+) -> list[tuple[str, tuple[str, ...]]]:
+    """``(location, partition values)`` of what a read of ``table`` (a metastore Table) covers:
+    its partitions (only those matching the Hive ``partition_filter``, pushed to
+    ``get_partitions_by_filter``) or, unpartitioned, its own location with no values.
+    ValueError for a filter on an unpartitioned table; MetaException for a bad filter."""
+    if not table.partitionKeys:
+        if partition_filter:
+            raise ValueError(f"{table.dbName}.{table.tableName} is not partitioned: no partition_filter")
+        return [(table.sd.location, ())]
+    if partition_filter:
+        parts = client.call(
+            "get_partitions_by_filter", table.dbName, table.tableName, partition_filter, -1, idempotent=True
+        )
+    else:
+        parts = client.call("get_partitions", table.dbName, table.tableName, -1, idempotent=True)
+    return [(p.sd.location, tuple(p.values)) for p in parts]

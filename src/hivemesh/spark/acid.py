@@ -32,21 +32,30 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from hivemesh.acid.arrow_reader import TableLayout, list_location, schema_from_files
+from hivemesh.acid.arrow_reader import TableLayout, list_location, schema_from_files, table_layout
 from hivemesh.acid.selection import select_files
 from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
-from hivemesh.acid.tables import is_insert_only, is_transactional, table_file_format
+from hivemesh.acid.tables import NotTransactionalError, split_name, table_locations
 from hivemesh.metastore.client import Heartbeater, MetastoreClient, lock_component
 from hivemesh.spark.acid_reader import LocationFiles, snapshot_dataframe
 
 log = logging.getLogger("hivemesh.spark.acid")
 
+__all__ = [
+    "AGENT_INFO",
+    "AcidSession",
+    "NotTransactionalError",
+    "TableSnapshot",
+    "acid_session",
+    "commit",
+    "metastore_uri_of",
+    "read_acid",
+    "read_acid_path",
+    "split_name",
+    "table_layout",
+]
+
 AGENT_INFO = "hivemesh-spark-acid-reader"
-_FORMATS = {"orc": "orc", "parquet": "parquet", "textfile": "text"}
-
-
-class NotTransactionalError(ValueError):
-    """The table is not a Hive transactional table (read it with ``spark.table``)."""
 
 
 def metastore_uri_of(spark: SparkSession) -> str:
@@ -59,31 +68,6 @@ def metastore_uri_of(spark: SparkSession) -> str:
     if not uri:
         raise ValueError("no metastore: pass metastore_uri= or set spark.hadoop.hive.metastore.uris")
     return uri
-
-
-def split_name(table: str, default_db: str = "default") -> tuple[str, str]:
-    """``db.table`` -> ``(db, table)`` in lower case (``table`` alone -> ``default_db``)."""
-    parts = table.strip().strip("`").lower().split(".")
-    if len(parts) == 1:
-        return default_db, parts[0]
-    if len(parts) == 2:
-        return parts[0].strip("`"), parts[1].strip("`")
-    raise ValueError(f"table name {table!r}: expected db.table")
-
-
-def table_layout(table: Any) -> TableLayout:
-    """:class:`TableLayout` of a metastore Table (NotTransactionalError if not transactional)."""
-    if not is_transactional(table):
-        raise NotTransactionalError(f"{table.dbName}.{table.tableName} is not transactional")
-    columns = tuple((c.name, c.type) for c in table.sd.cols)
-    if not is_insert_only(table):
-        return TableLayout(columns)
-    fmt = _FORMATS[table_file_format(table)]
-    params = table.sd.serdeInfo.parameters or {} if table.sd.serdeInfo else {}
-    delimiter = params.get("field.delim") or params.get("serialization.format") or "\x01"
-    if delimiter.isdigit() and len(delimiter) <= 3 and fmt == "text":
-        delimiter = chr(int(delimiter)) if delimiter != "1" else "\x01"
-    return TableLayout(columns, insert_only=True, file_format=fmt, field_delimiter=delimiter)
 
 
 @dataclass(frozen=True)
@@ -204,23 +188,7 @@ class AcidSession:
         tbl = snap.table
         layout = table_layout(tbl)
         partition_cols = [(k.name, k.type) for k in tbl.partitionKeys or []]
-        if partition_cols:
-            if partition_filter:
-                parts = self.client.call(
-                    "get_partitions_by_filter",
-                    tbl.dbName,
-                    tbl.tableName,
-                    partition_filter,
-                    -1,
-                    idempotent=True,
-                )
-            else:
-                parts = self.client.call("get_partitions", tbl.dbName, tbl.tableName, -1, idempotent=True)
-            targets = [(p.sd.location, tuple(p.values)) for p in parts]
-        else:
-            if partition_filter:
-                raise ValueError(f"{tbl.dbName}.{tbl.tableName} is not partitioned: no partition_filter")
-            targets = [(tbl.sd.location, ())]
+        targets = table_locations(self.client, tbl, partition_filter)
         locations = [
             LocationFiles(
                 loc,

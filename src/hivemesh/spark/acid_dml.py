@@ -327,9 +327,10 @@ class _Statement:
     """One DML statement on one table: txn, lock, write id, the Spark job, commit or abort."""
 
     def __init__(self, spark: SparkSession, table: str, op: str, metastore_uri: str | None):
-        from hivemesh.acid.tables import is_insert_only, table_file_format
+        from hivemesh.acid.arrow_reader import table_layout
+        from hivemesh.acid.tables import is_insert_only, split_name, table_file_format
         from hivemesh.metastore.client import MetastoreClient
-        from hivemesh.spark.acid import metastore_uri_of, split_name, table_layout
+        from hivemesh.spark.acid import metastore_uri_of
 
         self.spark = spark
         self.op = op
@@ -412,10 +413,9 @@ class _Statement:
     def snapshot_rows(self) -> tuple[DataFrame, dict[str, str]]:
         """The table under the write txn's own snapshot, with ROW__IDs (renamed ``__hm_*``), and
         the location of each partition."""
-        from hivemesh.acid.arrow_reader import list_location
+        from hivemesh.acid.arrow_reader import list_location, table_layout
         from hivemesh.acid.selection import select_files
         from hivemesh.metastore.paths import make_part_name
-        from hivemesh.spark.acid import table_layout
         from hivemesh.spark.acid_reader import LocationFiles, snapshot_dataframe
 
         assert self.txn is not None

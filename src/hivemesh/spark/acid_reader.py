@@ -50,7 +50,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from hivemesh.acid.arrow_reader import HIVE_TEXT_NULL, TableLayout, flush_length
+from hivemesh.acid.arrow_reader import HIVE_TEXT_NULL, TableLayout, flush_length, original_row_id_starts
 from hivemesh.acid.selection import DataFile, SnapshotFiles
 from hivemesh.acid.snapshots import ValidWriteIdList
 
@@ -257,15 +257,10 @@ def snapshot_dataframe(
     needs_filter = False
     for pindex, loc in enumerate(locations):
         plain: list[str] = []
-        first_row = 0
-        bucket_rows: dict[int, int] = {}
-        for f in loc.files.original_files:
+        starts = original_row_id_starts(loc.location, loc.files.original_files)
+        for f, first_row in zip(loc.files.original_files, starts, strict=True):
             bucket = f.bucket_id if f.bucket_id is not None else 0
-            first_row = bucket_rows.get(bucket, 0)
             path = _uri(loc.location, f.path)
-            from hivemesh.acid.arrow_reader import original_row_count
-
-            bucket_rows[bucket] = first_row + original_row_count(path)
             arrow_tasks.append(
                 {
                     "kind": "original",

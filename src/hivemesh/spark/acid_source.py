@@ -114,8 +114,8 @@ def _connect(uri: str) -> Any:
 
 
 def _table_info(client: Any, table: str) -> tuple[TableInfo, Any]:
-    from hivemesh.acid.tables import is_insert_only
-    from hivemesh.spark.acid import split_name, table_layout
+    from hivemesh.acid.arrow_reader import table_layout
+    from hivemesh.acid.tables import is_insert_only, split_name
 
     db, name = split_name(table)
     tbl = client.call("get_table", db, name, idempotent=True)
@@ -304,11 +304,11 @@ class HiveAcidReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         from hive_metastore.ttypes import TxnType
 
-        from hivemesh.acid.arrow_reader import list_location
+        from hivemesh.acid.arrow_reader import list_location, table_layout
         from hivemesh.acid.selection import select_files
         from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
+        from hivemesh.acid.tables import table_locations
         from hivemesh.metastore.client import lock_component
-        from hivemesh.spark.acid import table_layout
 
         split_bytes = int(self.options.get("split_bytes") or DEFAULT_SPLIT_BYTES)
         client = _connect(self.uri)
@@ -331,19 +331,7 @@ class HiveAcidReader(DataSourceReader):
                 write_ids = client.valid_write_ids([full], txns)[full]
             given = self.options.get("partition_filter")
             partition_filter = " and ".join(f"({f})" for f in (given, self.pushed_filter) if f) or None
-            if partition_filter and not info.partition_cols:
-                raise ValueError(f"{full} is not partitioned: no partition_filter")
-            if info.partition_cols:
-                if partition_filter:
-                    parts = client.call(
-                        "get_partitions_by_filter", info.db, info.name, partition_filter, -1,
-                        idempotent=True,
-                    )  # fmt: skip
-                else:
-                    parts = client.call("get_partitions", info.db, info.name, -1, idempotent=True)
-                targets = [(p.sd.location, tuple(p.values)) for p in parts]
-            else:
-                targets = [(tbl.sd.location, ())]
+            targets = table_locations(client, tbl, partition_filter)
             splits: list[AcidSplit] = []
             for location, values in sorted(targets, key=lambda t: t[1]):
                 files = select_files(list_location(location), write_ids, txns, insert_only=layout.insert_only)
