@@ -25,18 +25,6 @@ B0 = 536870912
 COLS = [("a", "string"), ("b", "int")]
 
 
-@pytest.fixture()
-def client(hivemesh_server: HivemeshProcess) -> Iterator[MetastoreClient]:
-    with MetastoreClient(hivemesh_server.uri) as c:
-        yield c
-
-
-@pytest.fixture()
-def db(client: MetastoreClient, unique_name: str, tmp_path: Path) -> str:
-    client.raw.create_database(Database(name=unique_name, locationUri=str(tmp_path / "db"), parameters={}))
-    return unique_name
-
-
 def table_dir(client: MetastoreClient, db: str, name: str) -> Path:
     return Path(resolve_location(client.raw.get_table(db, name).sd.location)[1])
 

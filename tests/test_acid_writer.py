@@ -7,7 +7,6 @@ import io
 import itertools
 import os
 import random
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pyarrow.orc as po
 import pyarrow.parquet as pq
 import pyorc
 import pytest
-from hive_metastore.ttypes import Database, DataOperationType, LockLevel, LockType
+from hive_metastore.ttypes import DataOperationType, LockLevel, LockType
 
 from hivemesh.acid.names import encode_bucket_property, parse_acid_dir
 from hivemesh.acid.orcfile import AcidOrcWriter, acid_schema, hive_to_arrow_type, hive_to_orc_type
@@ -34,7 +33,6 @@ from hivemesh.acid.tables import (
 from hivemesh.acid.writer import AcidWriter, resolve_location, write_bucket_file
 from hivemesh.metastore.client import MetastoreClient
 from tests.conftest import shared_dir
-from tests.support.servers import HivemeshProcess
 
 MAX = "9223372036854775807"
 B0 = 536870912  # bucket 0, statement 0
@@ -342,18 +340,6 @@ def test_write_bucket_file_is_deterministic(tmp_path: Path) -> None:
 
 
 # --- DML through a metastore -----------------------------------------------------------------------
-
-
-@pytest.fixture()
-def client(hivemesh_server: HivemeshProcess) -> Iterator[MetastoreClient]:
-    with MetastoreClient(hivemesh_server.uri) as c:
-        yield c
-
-
-@pytest.fixture()
-def db(client: MetastoreClient, unique_name: str, tmp_path: Path) -> str:
-    client.raw.create_database(Database(name=unique_name, locationUri=str(tmp_path / "db"), parameters={}))
-    return unique_name
 
 
 def table_dir(client: MetastoreClient, db: str, name: str) -> Path:
