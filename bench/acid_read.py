@@ -335,6 +335,7 @@ class JvmMemory:
         return sum(int(p.getPeakUsage().getUsed()) for p in pools) / 2**20
 
     def max_heap_mb(self) -> float:
+        """The JVM's maximum heap (``Runtime.maxMemory``), MB."""
         return int(self.jvm.java.lang.Runtime.getRuntime().maxMemory()) / 2**20
 
     def rss_peak_mb(self) -> float | None:
@@ -350,6 +351,7 @@ class JvmMemory:
 
 # ---------------------------------------------------------------------------------------------- queries
 def q_count(df: Any) -> int:
+    """The ``count()`` query: rows of ``df``."""
     return df.count()
 
 
@@ -385,6 +387,7 @@ class Variant:
 
     @property
     def impl(self) -> str:
+        """``spark.sql.orc.impl`` of this variant: ``native`` or ``hive``."""
         return dict(self.conf).get("spark.sql.orc.impl", "native")
 
 
@@ -599,6 +602,7 @@ def render(console: Console, res: dict[str, Any], mismatches: list[str], title: 
 
 # ---------------------------------------------------------------------------------------------- main
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark (options: ``--help``); exit status 1 when a result differs."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scale", type=float, help="TPC-H scale factor (default 1; 0.05 with --quick)")
     ap.add_argument(

@@ -144,6 +144,7 @@ QUICK = Settings(
 
 # ---------------------------------------------------------------------------------------------- objects
 def day(i: int) -> str:
+    """The ``i``-th partition day after FIRST_DAY, ISO format (``2024-01-01``)."""
     return (FIRST_DAY + dt.timedelta(days=i)).isoformat()
 
 
@@ -210,14 +211,18 @@ def make_partitions(table_location: str, name: str, first_day: int, days: int) -
 # ---------------------------------------------------------------------------------------------- timing
 @dataclass
 class Timing:
+    """Samples of one operation, seconds each."""
+
     samples: list[float] = field(default_factory=list)  # seconds
 
     def summary(self) -> dict[str, float]:
+        """``mean_ms``, ``p50_ms`` and the sample count ``n``."""
         ms = [s * 1000 for s in self.samples]
         return {"mean_ms": statistics.fmean(ms), "p50_ms": statistics.median(ms), "n": len(ms)}
 
 
 def timed(fn: Callable[[], Any], reps: int, warmup: int = 0) -> Timing:
+    """Run ``fn`` ``warmup`` times untimed, then ``reps`` times timed."""
     for _ in range(warmup):
         fn()
     t = Timing()
@@ -321,6 +326,8 @@ def concurrent_get_table(
 # ---------------------------------------------------------------------------------------------- servers
 @dataclass
 class Server:
+    """One metastore under test: its name, Thrift address and process id (for its memory)."""
+
     name: str
     host: str
     port: int
@@ -555,6 +562,7 @@ def run_filter_growth(
 def bench_server(
     name: str, cfg: Settings, mode: str, workdir: Path, java_opts: Sequence[str], console: Console
 ) -> dict[str, Any]:
+    """Start metastore ``name`` and run every operation of ``mode`` against it; its results dict."""
     t_start = time.perf_counter()
 
     def say(msg: str) -> None:
@@ -611,6 +619,8 @@ def _ratio(r: float | None, aim: str) -> str:
 
 
 def render(results: dict[str, Any], skipped: dict[str, str], console: Console, mode: str) -> None:
+    """Print the results table (ms per call and ratios against the Java HMS)."""
+
     def cell(server: str, fn: Callable[[dict[str, Any]], str]) -> str:
         if server in skipped:
             return "[dim]skipped[/dim]"

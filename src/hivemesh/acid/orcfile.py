@@ -325,11 +325,15 @@ class TimestampConverter(ORCConverter):
 
     @staticmethod
     def from_orc(seconds: int, nanoseconds: int, timezone: Any) -> datetime:
+        """``(seconds, nanoseconds)`` since the epoch (UTC) -> an aware datetime in ``timezone``
+        (microsecond precision)."""
         value = _EPOCH_UTC + timedelta(seconds=seconds, microseconds=nanoseconds // 1000)
         return value.astimezone(timezone)
 
     @staticmethod
     def to_orc(obj: Any, timezone: Any) -> tuple[int, int]:
+        """A value as ``(seconds, nanoseconds)`` since the epoch (see the class doc); TypeError for
+        other types."""
         if type(obj) is tuple:
             return obj
         if isinstance(obj, int):
@@ -350,10 +354,12 @@ class DateConverter(ORCConverter):
 
     @staticmethod
     def from_orc(days: int) -> date:
+        """Days since 1970-01-01 -> ``datetime.date``."""
         return _EPOCH_DATE + timedelta(days=days)
 
     @staticmethod
     def to_orc(obj: Any) -> int:
+        """A date, datetime (its date) or int -> days since 1970-01-01."""
         if isinstance(obj, int):
             return obj
         if isinstance(obj, datetime):

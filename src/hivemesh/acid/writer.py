@@ -724,6 +724,17 @@ class AcidWriter:
         fs.create_dir(path, recursive=True)
         return fs, path
 
+    def _bucket_writer(self, fs: pafs.FileSystem, directory: str, bucket_id: int, stmt: int) -> AcidOrcWriter:
+        return AcidOrcWriter(
+            _join(directory, bucket_file_name(bucket_id)),
+            self.columns,
+            bucket_id=bucket_id,
+            statement_id=stmt,
+            filesystem=fs,
+            compression=self.compression(),
+            stripe_size=self.stripe_size,
+        )
+
     def _write_deletes(
         self,
         t: _Target,
@@ -744,15 +755,7 @@ class AcidWriter:
         write_acid_version_file(fs, path)
         count = 0
         for bucket_id, keys in sorted(by_bucket.items()):
-            with AcidOrcWriter(
-                _join(path, bucket_file_name(bucket_id)),
-                self.columns,
-                bucket_id=bucket_id,
-                statement_id=stmt,
-                filesystem=fs,
-                compression=self.compression(),
-                stripe_size=self.stripe_size,
-            ) as w:
+            with self._bucket_writer(fs, path, bucket_id, stmt) as w:
                 count += w.delete(keys, write_id)
             assert w.stats is not None
             files.append(w.stats)
@@ -783,15 +786,7 @@ class AcidWriter:
             files.append(stats)
             return stats.rows
         write_acid_version_file(fs, path)
-        with AcidOrcWriter(
-            _join(path, bucket_file_name(0)),
-            self.columns,
-            bucket_id=0,
-            statement_id=stmt,
-            filesystem=fs,
-            compression=self.compression(),
-            stripe_size=self.stripe_size,
-        ) as w:
+        with self._bucket_writer(fs, path, 0, stmt) as w:
             w.insert(t.rows, write_id)
         assert w.stats is not None
         if w.stats.rows == 0:  # no rows: no delta

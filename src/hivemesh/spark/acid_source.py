@@ -302,6 +302,10 @@ class HiveAcidReader(DataSourceReader):
         return self.info
 
     def partitions(self) -> list[InputPartition]:
+        """Plan the read on the driver: the snapshot (a read txn, SHARED_READ lock and
+        ValidWriteIdList, committed before returning, unless the options carry a snapshot), the
+        pruned partitions and their files, grouped into :class:`AcidSplit` s of about
+        ``split_bytes``. NotTransactionalError, NotEnoughHistoryError, MetaException."""
         from hive_metastore.ttypes import TxnType
 
         from hivemesh.acid.arrow_reader import list_location, table_layout
@@ -352,6 +356,8 @@ class HiveAcidReader(DataSourceReader):
             client.close()
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Read one split on an executor with pyarrow: Arrow RecordBatches of the table's columns,
+        then its partition columns (ROW__ID first with ``with_row_ids``)."""
         import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -388,6 +394,8 @@ class PushdownHiveAcidReader(HiveAcidReader):
     4.3 caveat)."""
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Turn the pushed filters on partition columns into a Hive partition filter for
+        :meth:`partitions`; every filter is handed back, so Spark still applies it to the rows."""
         info = self._ensure_info()
         types = {n.lower(): t for n, t in info.partition_cols}
         self.pushed_filter = filters_to_hive(filters, types) if types else None
@@ -411,6 +419,7 @@ class HiveAcidDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """``hiveacid``: the name for ``spark.read.format``."""
         return NAME
 
     def _uri(self) -> str:
@@ -420,6 +429,7 @@ class HiveAcidDataSource(DataSource):
         return str(uri)
 
     def schema(self) -> str:
+        """The table's columns, then its partition columns, as Spark DDL (from the metastore)."""
         client = _connect(self._uri())
         try:
             self._info, _ = _table_info(client, _table_option(self.options))
@@ -431,6 +441,7 @@ class HiveAcidDataSource(DataSource):
         return _schema_ddl(self._info, with_row_ids)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        """The reader: with partition pushdown when the ``partition_pushdown`` option is true."""
         cls = (
             PushdownHiveAcidReader
             if _flag(self.options.get("partition_pushdown", "false"))
