@@ -1,4 +1,4 @@
-"""The ``hivemesh`` command: ``hivemesh metastore``, ``hivemesh quickstart``, ``hivemesh acid``."""
+"""The ``hivemesh`` command: ``metastore``, ``proxy``, ``remote``, ``quickstart``, ``acid``."""
 
 from __future__ import annotations
 
@@ -105,13 +105,49 @@ def quickstart(metastore_uri: str | None, scale: float, data_dir: Path, log_leve
     sys.exit(run(metastore_uri=metastore_uri, scale=scale, data_dir=data_dir))
 
 
-def _add_acid() -> None:
+@main.command()
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False, exists=True),
+    help="mesh.yaml with the proxy:, primary: and federated: sections.",
+)
+@click.option("--host", default=None, help="Address to listen on (overrides proxy.host).")
+@click.option(
+    "--port", type=int, default=None, help="Thrift port; 0 picks a free one (overrides proxy.port)."
+)
+@click.option("--metrics-port", type=int, default=None, help="HTTP port of /metrics and /health.")
+@click.option("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR (overrides proxy.log_level).")
+def proxy(config_path: str, **opts: object) -> None:
+    """Serve many metastores as one catalog: a primary, federated metastores and remotes.
+
+    Routes every Hive Metastore Thrift call by the database it names (PREFIXED or MANUAL
+    resolution, as Waggle Dance), enforces each member's access control, merges listings across
+    members with per-member deadlines, and sends transactions and locks to the metastore that owns
+    the tables. SIGHUP, or saving the file, reloads the configuration without dropping clients.
+    """
+    from hivemesh.federation.config import load_federation_config
+
+    try:
+        cfg = load_federation_config(config_path, **opts)
+    except ConfigError as e:
+        raise click.ClickException(str(e)) from e
+    _setup_logging(cfg.proxy.log_level)
+    from hivemesh.federation.service import run_forever
+
+    sys.exit(run_forever(config_path, **opts))
+
+
+def _add_subcommands() -> None:
     from hivemesh.acid.cli import acid
+    from hivemesh.federation.remote_cli import remote
 
     main.add_command(acid)
+    main.add_command(remote)
 
 
-_add_acid()
+_add_subcommands()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -83,6 +83,10 @@ class MeshConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     metastore: MetastoreConfig = Field(default_factory=MetastoreConfig)
+    # sections of `hivemesh proxy`, validated by hivemesh.federation.config when that command runs
+    proxy: dict[str, Any] | None = None
+    primary: dict[str, Any] | None = None
+    federated: list[Any] | None = None
 
 
 def _format_errors(source: str, err: ValidationError) -> str:
@@ -102,6 +106,26 @@ def _env_overrides(section: str, model: type[BaseModel]) -> dict[str, str]:
     return out
 
 
+def format_errors(source: str, err: ValidationError) -> str:
+    """A pydantic error as one line per problem: ``key.path: message (got value)``."""
+    return _format_errors(source, err)
+
+
+def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The top-level mapping of a YAML file. Raises ConfigError (unreadable, invalid, not a mapping)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read configuration file {path}: {e.strerror}") from e
+    try:
+        loaded = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path} is not valid YAML: {e}") from e
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping (metastore: ...)")
+    return loaded
+
+
 def load_config(path: str | os.PathLike[str] | None = None, **cli: Any) -> MeshConfig:
     """Build the configuration from a YAML file, the environment and CLI options.
 
@@ -112,17 +136,7 @@ def load_config(path: str | os.PathLike[str] | None = None, **cli: Any) -> MeshC
     source = "defaults"
     if path is not None:
         source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as e:
-            raise ConfigError(f"cannot read configuration file {path}: {e.strerror}") from e
-        try:
-            loaded = yaml.safe_load(text) or {}
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{path} is not valid YAML: {e}") from e
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping (metastore: ...)")
-        raw = loaded
+        raw = read_yaml(path)
     for section, model in (("metastore", MetastoreConfig),):
         sect = dict(raw.get(section) or {})
         sect.update(_env_overrides(section, model))

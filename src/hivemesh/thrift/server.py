@@ -34,6 +34,17 @@ class ConnectionState:
     peer: str = ""
     user: str | None = None
     groups: list[str] = field(default_factory=list)
+    attrs: dict[str, Any] = field(default_factory=dict)  # per-connection state of the handler
+    on_close: list[Any] = field(default_factory=list)  # callables run when the connection ends
+
+    def close(self) -> None:
+        """Run the ``on_close`` callbacks (errors are logged, not raised)."""
+        callbacks, self.on_close = self.on_close, []
+        for cb in callbacks:
+            try:
+                cb()
+            except Exception as e:
+                log.warning("connection close hook failed: %s", e)
 
 
 _local = threading.local()
@@ -259,7 +270,9 @@ class ThriftServer:
         except Exception as e:  # bad bytes, protocol errors: end this connection only
             log.warning("closing connection from %s: %s: %s", _local.state.peer, type(e).__name__, e)
         finally:
-            _local.state = None
+            state, _local.state = _local.state, None
+            if state is not None:
+                state.close()
             with self._lock:
                 self._clients.discard(client)
                 self.active_connections -= 1

@@ -1,0 +1,1 @@
+"""Federation: many metastores presented as one catalog (the proxy), and user-created remotes."""

@@ -1,0 +1,308 @@
+"""Typed configuration of ``hivemesh proxy``: the proxy, its primary and its federated metastores.
+
+The settings are Waggle Dance's, with the same meaning, in snake_case (the README maps each to
+Waggle Dance's name). Sections of mesh.yaml: ``proxy:``, ``primary:``, ``federated:``.
+Validation errors name the key and say what was expected (pydantic).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from hivemesh.config import DEFAULT_DATA_DIR, ConfigError, LogLevel, format_errors, read_yaml
+
+
+class DatabaseResolution(StrEnum):
+    """How database names pick a member (Waggle Dance ``database-resolution``)."""
+
+    MANUAL = "manual"  # each member lists its databases (mapped_databases); names are unique
+    PREFIXED = "prefixed"  # a member's databases appear as <database_prefix><name>
+
+
+class AccessControl(StrEnum):
+    """What clients may do on a member (Waggle Dance ``access-control-type``)."""
+
+    READ_ONLY = "read_only"
+    READ_AND_WRITE_AND_CREATE = "read_and_write_and_create"
+    READ_AND_WRITE_ON_DATABASE_WHITELIST = "read_and_write_on_database_whitelist"
+    READ_AND_WRITE_AND_CREATE_ON_DATABASE_WHITELIST = "read_and_write_and_create_on_database_whitelist"
+
+
+FEDERATED_ACCESS = (AccessControl.READ_ONLY, AccessControl.READ_AND_WRITE_ON_DATABASE_WHITELIST)
+
+_URI = re.compile(r"^thrift://[^\s:/]+:\d{1,5}$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+
+
+def _lower_enum(v: Any) -> Any:
+    return v.lower().replace("-", "_") if isinstance(v, str) else v
+
+
+def _check_regexes(values: list[str]) -> list[str]:
+    for v in values:
+        try:
+            re.compile(v)
+        except re.error as e:
+            raise ValueError(f"{v!r} is not a valid regular expression: {e}") from e
+    return values
+
+
+class SshTunnelConfig(BaseModel):
+    """An SSH tunnel to a member's metastore (Waggle Dance ``metastore-tunnel``).
+
+    ``route``: hops from here to the host that can reach the metastore,
+    ``"user@bastion -> user@emr-master"``; a hop may name its port, ``user@host:2222``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    route: str = Field(description="hops 'user@host[:port] -> user@host[:port]'")
+    private_keys: list[str] = Field(default_factory=list, description="private key files tried on every hop")
+    known_hosts: str | None = Field(
+        None, description="known_hosts file every hop's host key is checked against"
+    )
+    port: int = Field(22, ge=1, le=65535, description="SSH port of hops that do not name one")
+    localhost: str = Field("127.0.0.1", description="local address the tunnel listens on")
+    timeout_ms: int = Field(60000, ge=1, description="SSH connect timeout, ms")
+    strict_host_key_checking: bool = Field(True, description="refuse hosts missing from known_hosts")
+
+    @field_validator("route")
+    @classmethod
+    def _route(cls, v: str) -> str:
+        hops = [h.strip() for h in v.split("->")]
+        for hop in hops:
+            if not re.fullmatch(r"[^@\s]+@[^@\s:]+(:\d{1,5})?", hop):
+                raise ValueError(f"hop {hop!r} must be user@host or user@host:port")
+        return " -> ".join(hops)
+
+
+class GlueConfig(BaseModel):
+    """AWS Glue Data Catalog as a member (Waggle Dance ``glue-config``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    glue_account_id: str | None = Field(
+        None, description="catalog id (the AWS account); default: the caller's"
+    )
+    glue_endpoint: str | None = Field(
+        None, description="endpoint URL, e.g. https://glue.eu-west-1.amazonaws.com"
+    )
+    region: str = Field("us-east-1", description="AWS region")
+
+
+class EmbeddedConfig(BaseModel):
+    """A hivemesh metastore run inside the proxy process (no Thrift hop)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    db: str = Field(
+        f"sqlite:///{DEFAULT_DATA_DIR / 'metastore.db'}", description="SQLAlchemy URL of its store"
+    )
+    warehouse: str = Field(str(DEFAULT_DATA_DIR / "warehouse"), description="root of managed tables")
+    txn_timeout_s: float = Field(300, gt=0, description="hive.txn.timeout, seconds")
+
+
+class MemberConfig(BaseModel):
+    """One metastore of the federation. Exactly one of ``uris``, ``glue_config``, ``embedded``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="unique member name (metrics, logs, errors)")
+    uris: list[str] = Field(
+        default_factory=list, description="thrift://host:port of the metastore, tried in order"
+    )
+    embedded: EmbeddedConfig | None = None
+    glue_config: GlueConfig | None = None
+    ssh_tunnel: SshTunnelConfig | None = None
+    database_prefix: str | None = Field(None, description="PREFIXED mode: prefix of this member's databases")
+    access_control: AccessControl = AccessControl.READ_ONLY
+    writable_database_white_list: list[str] = Field(
+        default_factory=list, description="regexes of databases writable under *_on_database_whitelist"
+    )
+    mapped_databases: list[str] | None = Field(
+        None, description="regexes of the databases exposed (None: all); MANUAL mode: the ones it owns"
+    )
+    mapped_tables: dict[str, list[str]] = Field(
+        default_factory=dict, description="database -> regexes of the tables exposed (others are hidden)"
+    )
+    database_name_mapping: dict[str, str] = Field(
+        default_factory=dict, description="real database name -> alias; both names work"
+    )
+    latency_ms: int = Field(0, ge=0, description="added to this member's timeouts, ms")
+    read_only_uris: list[str] = Field(
+        default_factory=list, description="primary only: a read-only endpoint for reads"
+    )
+    framed: bool = False
+    compact: bool = False
+    connect_timeout_ms: int = Field(2000, ge=1, description="TCP connect timeout, ms (plus latency_ms)")
+    call_timeout_ms: int = Field(
+        600000, ge=1, description="socket timeout of a routed call, ms (plus latency_ms)"
+    )
+
+    _access = field_validator("access_control", mode="before")(lambda cls, v: _lower_enum(v))
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError("must be letters, digits, '_' or '-'")
+        return v
+
+    @field_validator("uris", "read_only_uris")
+    @classmethod
+    def _uris(cls, v: list[str]) -> list[str]:
+        for u in v:
+            if not _URI.match(u):
+                raise ValueError(f"{u!r} is not thrift://host:port")
+        return v
+
+    @field_validator("writable_database_white_list")
+    @classmethod
+    def _wl(cls, v: list[str]) -> list[str]:
+        return _check_regexes(v)
+
+    @field_validator("mapped_databases")
+    @classmethod
+    def _md(cls, v: list[str] | None) -> list[str] | None:
+        return None if v is None else _check_regexes(v)
+
+    @field_validator("mapped_tables")
+    @classmethod
+    def _mt(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for regexes in v.values():
+            _check_regexes(regexes)
+        return {k.lower(): regexes for k, regexes in v.items()}
+
+    @field_validator("database_name_mapping")
+    @classmethod
+    def _dnm(cls, v: dict[str, str]) -> dict[str, str]:
+        out = {k.lower(): a.lower() for k, a in v.items()}
+        if len(set(out.values())) != len(out):
+            raise ValueError("two databases are mapped to the same alias")
+        return out
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> MemberConfig:
+        kinds = [
+            k
+            for k, v in (("uris", self.uris), ("embedded", self.embedded), ("glue_config", self.glue_config))
+            if v
+        ]
+        if len(kinds) != 1:
+            raise ValueError(
+                f"member {self.name!r} needs exactly one of uris, embedded, glue_config (got {kinds or 'none'})"
+            )
+        if self.ssh_tunnel is not None and not self.uris:
+            raise ValueError(f"member {self.name!r}: ssh_tunnel needs uris")
+        return self
+
+
+class ProxySettings(BaseModel):
+    """Settings of the proxy itself (section ``proxy:``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field("127.0.0.1", description="address to listen on")
+    port: int = Field(9083, ge=0, le=65535, description="Thrift port (0 = any free port)")
+    database_resolution: DatabaseResolution = DatabaseResolution.PREFIXED
+    metrics_port: int | None = Field(None, ge=0, le=65535, description="HTTP port of /metrics and /health")
+    store: str = Field(
+        f"sqlite:///{DEFAULT_DATA_DIR / 'proxy.db'}",
+        description="SQLAlchemy URL of the proxy's own store (remotes)",
+    )
+    status_polling_delay_ms: int = Field(5000, ge=100, description="health poll interval of members, ms")
+    databases_timeout_ms: int = Field(
+        8000, ge=1, description="per-member deadline of get_all_databases/get_databases"
+    )
+    table_meta_timeout_ms: int = Field(400, ge=1, description="per-member deadline of get_table_meta")
+    functions_timeout_ms: int = Field(1000, ge=1, description="per-member deadline of get_all_functions")
+    remote_refresh_ms: int = Field(
+        5000, ge=100, description="how often remotes are re-read from the store, ms"
+    )
+    reload_on_change: bool = Field(True, description="reload the config file when it changes (and on SIGHUP)")
+    audit_log: bool = Field(True, description="one log line per call: user, method, member, ms")
+    log_level: LogLevel = "INFO"
+    framed: bool = False
+    compact: bool = False
+    max_message_mb: int = Field(100, ge=1, le=2048)
+
+    _res = field_validator("database_resolution", mode="before")(lambda cls, v: _lower_enum(v))
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.upper() if isinstance(v, str) else v
+
+
+class FederationConfig(BaseModel):
+    """``proxy`` + ``primary`` + ``federated``, checked together."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    proxy: ProxySettings = Field(default_factory=ProxySettings)
+    primary: MemberConfig
+    federated: list[MemberConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> FederationConfig:
+        names = [self.primary.name] + [m.name for m in self.federated]
+        dups = sorted({n for n in names if names.count(n) > 1})
+        if dups:
+            raise ValueError(f"member names must be unique: {', '.join(dups)} used twice")
+        prefixed = self.proxy.database_resolution is DatabaseResolution.PREFIXED
+        seen: dict[str, str] = {}
+        for m in self.federated:
+            if m.access_control not in FEDERATED_ACCESS:
+                raise ValueError(
+                    f"federated member {m.name!r}: access_control must be read_only or "
+                    f"read_and_write_on_database_whitelist (got {m.access_control.value})"
+                )
+            if m.read_only_uris:
+                raise ValueError(f"federated member {m.name!r}: read_only_uris is for the primary only")
+            if prefixed:
+                if m.database_prefix is None:
+                    m.database_prefix = f"{m.name}_"
+                m.database_prefix = m.database_prefix.lower()
+                if not m.database_prefix:
+                    raise ValueError(f"federated member {m.name!r}: database_prefix must not be empty")
+                if m.database_prefix in seen:
+                    raise ValueError(
+                        f"federated members {seen[m.database_prefix]!r} and {m.name!r} share the "
+                        f"database_prefix {m.database_prefix!r}"
+                    )
+                seen[m.database_prefix] = m.name
+            elif m.mapped_databases is None:
+                raise ValueError(f"federated member {m.name!r}: MANUAL resolution needs mapped_databases")
+        if self.primary.database_prefix:
+            # Waggle Dance allows a primary prefix; we keep the primary's names as they are
+            raise ValueError("primary: database_prefix is not supported; the primary's names are kept")
+        return self
+
+
+def member_kind(m: MemberConfig) -> Literal["thrift", "embedded", "glue"]:
+    """Which connector serves the member."""
+    if m.embedded is not None:
+        return "embedded"
+    if m.glue_config is not None:
+        return "glue"
+    return "thrift"
+
+
+def load_federation_config(path: str | os.PathLike[str], **overrides: Any) -> FederationConfig:
+    """Read ``proxy``/``primary``/``federated`` from a mesh.yaml. ``overrides``: ``proxy`` settings
+    given on the command line (``None`` values ignored). Raises ConfigError listing every problem."""
+    raw = read_yaml(path)
+    section = dict(raw.get("proxy") or {})
+    section.update({k: v for k, v in overrides.items() if v is not None})
+    body = {"proxy": section, "primary": raw.get("primary"), "federated": raw.get("federated") or []}
+    if body["primary"] is None:
+        raise ConfigError(f"{path}: a proxy needs a primary: section (name, uris or embedded)")
+    try:
+        return FederationConfig.model_validate(body)
+    except ValidationError as e:
+        raise ConfigError(format_errors(str(path), e)) from e

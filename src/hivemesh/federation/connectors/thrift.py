@@ -1,0 +1,158 @@
+"""A member metastore reached over Thrift (any Hive 2.x/3.x/4.x metastore, Java or hivemesh).
+
+:class:`ThriftCatalog` opens connections; :class:`Connection` is one Thrift client on one socket
+(not thread-safe: the proxy keeps one per client connection and member, see
+:mod:`hivemesh.federation.members`). An optional SSH tunnel carries the TCP connections.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import socket
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hive_metastore import ThriftHiveMetastore
+from thrift.protocol import TBinaryProtocol, TCompactProtocol
+from thrift.transport import TSocket, TTransport
+from thrift.transport.TTransport import TTransportException
+
+from hivemesh.metastore.client import parse_uris
+
+log = logging.getLogger("hivemesh.federation.thrift")
+
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (TTransportException, OSError, EOFError)
+
+Resolver = Callable[[str, int], tuple[str, int]]
+"""Maps a metastore's (host, port) to the address to dial (an SSH tunnel's local end)."""
+
+
+class Connection:
+    """One open Thrift connection to a member. ``call(method, args)`` sends one HMS call and
+    returns its result (HMS exceptions raised unchanged; transport errors as TTransportException,
+    OSError or EOFError)."""
+
+    __slots__ = ("client", "endpoint", "socket", "transport", "_timeout_ms")
+
+    def __init__(self, endpoint: str, sock: TSocket.TSocket, transport: Any, client: Any, timeout_ms: int):
+        self.endpoint = endpoint
+        self.socket = sock
+        self.transport = transport
+        self.client = client
+        self._timeout_ms = timeout_ms
+
+    def call(self, method: str, args: Sequence[Any], timeout_s: float | None = None) -> Any:
+        """Call ``method`` with the Thrift positional ``args``; ``timeout_s`` bounds this call."""
+        if timeout_s is None:
+            return getattr(self.client, method)(*args)
+        self.socket.setTimeout(max(1, int(timeout_s * 1000)))
+        try:
+            return getattr(self.client, method)(*args)
+        finally:
+            if self.socket.handle is not None:
+                self.socket.setTimeout(self._timeout_ms)
+
+    def stale(self) -> bool:
+        """True when the peer closed the connection (readable with nothing asked): reconnect
+        before sending, so a write call is not lost to a metastore restart."""
+        handle = self.socket.handle
+        if handle is None:
+            return True
+        try:
+            readable, _, _ = select.select([handle], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
+    def close(self) -> None:
+        """Close the socket (idempotent)."""
+        try:
+            self.transport.close()
+        except Exception:
+            pass
+
+
+class ThriftCatalog:
+    """Connections to one metastore: ``uris`` tried in order (``thrift://host:port``).
+
+    ``connect_timeout_s`` bounds opening a connection; ``call_timeout_s`` is the socket timeout of
+    calls. ``resolver`` (an SSH tunnel's ``forward``) gives the address to dial for a URI.
+    """
+
+    kind = "thrift"
+
+    def __init__(
+        self,
+        uris: Sequence[str],
+        *,
+        connect_timeout_s: float = 2.0,
+        call_timeout_s: float = 600.0,
+        framed: bool = False,
+        compact: bool = False,
+        resolver: Resolver | None = None,
+    ):
+        self.uris = list(uris)
+        self.endpoints = [ep for uri in self.uris for ep in parse_uris(uri)]
+        if not self.endpoints:
+            raise ValueError("a Thrift member needs at least one thrift://host:port URI")
+        self.connect_timeout_s = connect_timeout_s
+        self.call_timeout_s = call_timeout_s
+        self.framed = framed
+        self.compact = compact
+        self.resolver = resolver
+
+    def describe(self) -> str:
+        """The URIs, for messages."""
+        return ",".join(self.uris)
+
+    def connect(self) -> Connection:
+        """Open a connection to the first endpoint that answers. Raises the last transport error."""
+        last: BaseException | None = None
+        for host, port in self.endpoints:
+            try:
+                dial_host, dial_port = self.resolver(host, port) if self.resolver else (host, port)
+                sock = TSocket.TSocket(dial_host, dial_port)
+                sock.setTimeout(int(self.connect_timeout_s * 1000))
+                sock.open()
+            except TRANSPORT_ERRORS as e:
+                last = e
+                continue
+            except ConnectionError as e:  # an SSH tunnel that cannot be opened
+                last = e
+                continue
+            handle = sock.handle
+            if handle is not None:
+                handle.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            timeout_ms = int(self.call_timeout_s * 1000)
+            sock.setTimeout(timeout_ms)
+            transport: Any = (
+                TTransport.TFramedTransport(sock) if self.framed else TTransport.TBufferedTransport(sock)
+            )
+            protocol = (
+                TCompactProtocol.TCompactProtocolAccelerated(transport)
+                if self.compact
+                else TBinaryProtocol.TBinaryProtocolAccelerated(transport)
+            )
+            return Connection(
+                f"{host}:{port}", sock, transport, ThriftHiveMetastore.Client(protocol), timeout_ms
+            )
+        assert last is not None
+        raise last
+
+    def ping(self, timeout_s: float) -> None:
+        """Open a fresh connection and ask ``getStatus`` (fb303); a metastore that answers with an
+        unknown-method error is alive too. Raises the transport error otherwise."""
+        from thrift.Thrift import TApplicationException
+
+        conn = self.connect()
+        try:
+            try:
+                conn.call("getStatus", (), timeout_s)
+            except TApplicationException:
+                pass
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        """Nothing pooled here: connections belong to client sessions."""

@@ -1,0 +1,130 @@
+"""Build members from configuration: the connector (Thrift, SSH-tunnelled Thrift, embedded
+hivemesh, AWS Glue), the name rules and the access rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hivemesh.federation.access import AccessRules
+from hivemesh.federation.config import (
+    AccessControl,
+    DatabaseResolution,
+    GlueConfig,
+    MemberConfig,
+    ProxySettings,
+    SshTunnelConfig,
+)
+from hivemesh.federation.connectors.direct import DirectCatalog, embedded_catalog
+from hivemesh.federation.connectors.thrift import ThriftCatalog
+from hivemesh.federation.members import Member
+from hivemesh.federation.naming import LinkNameMap, NameMap
+from hivemesh.federation.txns import member_index
+
+
+def thrift_catalog(
+    uris: list[str] | tuple[str, ...],
+    ssh: SshTunnelConfig | None = None,
+    *,
+    connect_timeout_s: float = 2.0,
+    call_timeout_s: float = 600.0,
+    framed: bool = False,
+    compact: bool = False,
+) -> ThriftCatalog:
+    """A Thrift connector, through an SSH tunnel when ``ssh`` is given."""
+    resolver = None
+    if ssh is not None:
+        from hivemesh.federation.connectors.ssh import SshTunnel
+
+        tunnel = SshTunnel(
+            ssh.route,
+            private_keys=ssh.private_keys,
+            known_hosts=ssh.known_hosts,
+            port=ssh.port,
+            localhost=ssh.localhost,
+            timeout_ms=ssh.timeout_ms,
+            strict_host_key_checking=ssh.strict_host_key_checking,
+        )
+        resolver = tunnel.forward
+    cat = ThriftCatalog(
+        list(uris),
+        connect_timeout_s=connect_timeout_s,
+        call_timeout_s=call_timeout_s,
+        framed=framed,
+        compact=compact,
+        resolver=resolver,
+    )
+    if ssh is not None:
+        cat.describe = lambda: f"{','.join(uris)} via ssh {ssh.route}"  # type: ignore[method-assign]
+        cat.close = tunnel.close  # type: ignore[method-assign]
+    return cat
+
+
+def glue_catalog(cfg: GlueConfig) -> DirectCatalog:
+    """An AWS Glue Data Catalog connector (read side of the HMS interface)."""
+    from hivemesh.federation.connectors.glue import GlueCatalog
+
+    target = GlueCatalog(region=cfg.region, endpoint_url=cfg.glue_endpoint, account_id=cfg.glue_account_id)
+    where = cfg.glue_endpoint or f"region {cfg.region}"
+    return DirectCatalog(
+        target, "glue", f"glue {where}" + (f" catalog {cfg.glue_account_id}" if cfg.glue_account_id else "")
+    )
+
+
+def build_member(cfg: MemberConfig, role: str, settings: ProxySettings) -> Member:
+    """A configured member (``role``: "primary" or "federated"). Raises what opening an embedded
+    store raises; remote connectors connect lazily."""
+    extra_s = cfg.latency_ms / 1000
+    catalog: Any
+    read_catalog = None
+    if cfg.embedded is not None:
+        catalog = embedded_catalog(cfg.embedded.db, cfg.embedded.warehouse, cfg.embedded.txn_timeout_s)
+    elif cfg.glue_config is not None:
+        catalog = glue_catalog(cfg.glue_config)
+    else:
+        opts = dict(
+            connect_timeout_s=cfg.connect_timeout_ms / 1000 + extra_s,
+            call_timeout_s=cfg.call_timeout_ms / 1000 + extra_s,
+            framed=cfg.framed,
+            compact=cfg.compact,
+        )
+        catalog = thrift_catalog(cfg.uris, cfg.ssh_tunnel, **opts)
+        if cfg.read_only_uris:
+            read_catalog = thrift_catalog(cfg.read_only_uris, cfg.ssh_tunnel, **opts)
+    prefixed = settings.database_resolution is DatabaseResolution.PREFIXED
+    names = NameMap(
+        prefix=(cfg.database_prefix or "") if (prefixed and role != "primary") else "",
+        aliases=cfg.database_name_mapping,
+        mapped_databases=cfg.mapped_databases,
+        mapped_tables=cfg.mapped_tables,
+    )
+    access = AccessRules(cfg.name, cfg.access_control, cfg.writable_database_white_list)
+    m = Member(
+        cfg.name,
+        role,
+        catalog,
+        names,
+        access,
+        read_catalog=read_catalog,
+        deadline_extra_s=extra_s,
+        config=cfg,
+    )
+    m.index = member_index(cfg.name, primary=role == "primary")
+    return m
+
+
+def build_link(spec: Any, catalog: Any) -> Member:
+    """A member for a remote (a user-created link) over a shared connector ``catalog``."""
+    name = f"remote:{spec.local_name}"
+    names = LinkNameMap(spec.local_db, spec.remote_db, spec.local_table, spec.remote_table)
+    access = AccessRules(name, AccessControl.READ_ONLY, what="remote")
+    m = Member(name, "remote", catalog, names, access)
+    m.remote_spec = spec
+    m.index = member_index(name)
+    return m
+
+
+def link_catalog(spec: Any) -> Any:
+    """The connector of a remote: Thrift, SSH-tunnelled Thrift or Glue."""
+    if spec.via == "glue":
+        return glue_catalog(spec.glue_config())
+    return thrift_catalog(spec.uris, spec.ssh_tunnel_config())
