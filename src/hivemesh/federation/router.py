@@ -325,6 +325,7 @@ class Federation(ThriftHiveMetastore.Iface):
             deadline = timeout_s + m.deadline_extra_s
             fut = self.pool.submit(self.call_member, m, method, args, own, deadline)
             jobs.append((m, fut, own, deadline))
+        current.member = "*"  # the audit log shows merged calls as going to every member
         out = []
         for m, fut, own, deadline in jobs:
             try:
@@ -532,7 +533,7 @@ class Federation(ThriftHiveMetastore.Iface):
         if self.links is None:
             return False
         db = split_catalog(dbname)[1].lower()
-        if self.links.table(db, name.lower()) is not None and self.links.table_link(db, name.lower()):
+        if self.links.table(db, name.lower()) is not None:
             self.links.drop(db, name.lower())
             return True
         return False
