@@ -41,22 +41,22 @@ class Session:
     """Per client connection: one open connection per member, and the client's ``set_ugi``."""
 
     def __init__(self) -> None:
-        self.conns: dict[int, Connection] = {}
+        self.conns: dict[object, Connection] = {}  # keyed by the member (or catalog) object
         self.ugi: tuple[str, list[str]] | None = None
         self.txns: list[int] = []  # txns this client opened and has not ended (newest last)
         self.closed = False
         self._lock = threading.Lock()
 
-    def take(self, member: Member) -> Connection | None:
+    def take(self, member: object) -> Connection | None:
         """The session's idle connection to ``member`` (removed while in use)."""
         with self._lock:
-            return self.conns.pop(id(member), None)
+            return self.conns.pop(member, None)
 
-    def give(self, member: Member, conn: Connection) -> None:
+    def give(self, member: object, conn: Connection) -> None:
         """Return a healthy connection after a call (closed if the session has ended)."""
         with self._lock:
-            if not self.closed and id(member) not in self.conns:
-                self.conns[id(member)] = conn
+            if not self.closed and member not in self.conns:
+                self.conns[member] = conn
                 return
         conn.close()
 

@@ -275,7 +275,8 @@ class Federation(ThriftHiveMetastore.Iface):
 
     @staticmethod
     def _decorate(member: Member, method: str, result: Any) -> None:
-        """Append a remote's configuration to the parameters of the objects it returns."""
+        """Append a remote's configuration to the parameters of the objects it returns; managed
+        tables of a remote are shown as external (the link is read-only)."""
         extra = member.remote_spec.described_parameters()
         objs: Iterable[Any]
         if method.startswith("get_database"):
@@ -289,8 +290,13 @@ class Federation(ThriftHiveMetastore.Iface):
         else:
             return
         for o in objs:
-            if o is not None:
-                o.parameters = {**(o.parameters or {}), **extra}
+            if o is None:
+                continue
+            o.parameters = {**(o.parameters or {}), **extra}
+            if getattr(o, "tableType", None) == "MANAGED_TABLE":
+                # a link is read-only: shown as external, no client treats a DROP as a data delete
+                o.tableType = "EXTERNAL_TABLE"
+                o.parameters["EXTERNAL"] = "TRUE"
 
     # ------------------------------------------------------------------ merged calls
     def merged(
