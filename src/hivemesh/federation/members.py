@@ -103,6 +103,7 @@ class Member:
         self.changed_at = time.time()
         self.databases: frozenset[str] = frozenset()  # real names, as last listed by the poller
         self.remote_spec: Any = None  # a RemoteSpec for links
+        self.missing: set[str] = set()  # HMS methods the member answered "Invalid method name" to
 
     @property
     def is_thrift(self) -> bool:

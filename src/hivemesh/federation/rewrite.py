@@ -34,6 +34,8 @@ _DB_FIELDS: dict[str, tuple[str, ...]] = {
 # structs whose database field has a generic name
 _CLASS_DB_FIELDS: dict[str, tuple[str, str | None]] = {
     "Database": ("name", None),
+    "GetDatabaseRequest": ("name", None),
+    "DropDatabaseRequest": ("name", None),
     "GetTablesExtRequest": ("database", None),
     "ReplLastIdInfo": ("database", "table"),
     "WriteEventInfo": ("database", "table"),

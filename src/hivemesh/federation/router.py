@@ -27,8 +27,10 @@ from hive_metastore.ttypes import (
     MetaException,
     NoSuchObjectException,
 )
+from thrift.Thrift import TApplicationException
 
 from hivemesh.federation.access import AccessDeniedError, denied
+from hivemesh.federation.compat import FALLBACKS
 from hivemesh.federation.config import DatabaseResolution, ProxySettings
 from hivemesh.federation.members import Member, MemberUnavailableError, Session, unavailable
 from hivemesh.federation.naming import hive_pattern, rewrite_view_text
@@ -235,7 +237,7 @@ class Federation(ThriftHiveMetastore.Iface):
                     raise NoSuchObjectException(f"{db}.{table} table not found (not mapped by the proxy)")
         if names.renames or any(d.startswith("@") for d in col.dbs):
             rename_args(plan, argv, _In(member))
-        result = self.call_member(member, method, argv)
+        result = self._call_with_fallback(member, method, argv)
         if method.startswith("create_database") and real_db is not None:
             member.access.created(real_db)
         if names.renames and plan.result is not None:
@@ -247,6 +249,22 @@ class Federation(ThriftHiveMetastore.Iface):
         if member.remote_spec is not None:
             self._decorate(member, method, result)
         return result
+
+    def _call_with_fallback(self, member: Member, method: str, argv: list[Any]) -> Any:
+        """Call ``method``; if the member lacks it and an older call means the same, use that."""
+        fallback = FALLBACKS.get(method)
+        if fallback is not None and method in member.missing:
+            old, args_of, wrap = fallback
+            return wrap(self.call_member(member, old, args_of(argv[0])))
+        try:
+            return self.call_member(member, method, argv)
+        except TApplicationException as e:
+            if fallback is None or e.type != TApplicationException.UNKNOWN_METHOD:
+                raise
+            member.missing.add(method)
+            log.info("%s has no %s; using %s", member.describe(), method, fallback[0])
+            old, args_of, wrap = fallback
+            return wrap(self.call_member(member, old, args_of(argv[0])))
 
     def _table_list(
         self, member: Member, real_db: str, client_db: str | None, method: str, args: list[Any], names: Any
@@ -512,6 +530,16 @@ class Federation(ThriftHiveMetastore.Iface):
             self.links.drop(db.lower())
             return
         self.route("drop_database", [name, deleteData, cascade])
+        if self.links is not None:
+            self.links.drop_database_links(db.lower())
+
+    def drop_database_req(self, req: Any) -> None:
+        """Hive 4 form of :meth:`drop_database`."""
+        _, db = split_catalog(req.name)
+        if self.links is not None and self.links.database(db.lower()) is not None:
+            self.links.drop(db.lower())
+            return
+        self.route("drop_database_req", [req])
         if self.links is not None:
             self.links.drop_database_links(db.lower())
 

@@ -168,7 +168,8 @@ class SshTunnel:
         The first call for a destination starts a listener on ``localhost`` (a free port); later calls
         return the same address. The SSH chain is opened now if it is not open (or died); every new
         local connection checks it again and re-opens it when needed. Raises SshTunnelError when the
-        chain cannot be established or the tunnel is closed, ValueError for a port outside 1..65535.
+        chain cannot be established or the tunnel is closed, ValueError for a port outside 1..65535,
+        OSError when the local listener cannot bind ``localhost``.
         """
         if not 1 <= int(remote_port) <= 65535:
             raise ValueError(f"remote port {remote_port} is not in 1..65535")
@@ -290,7 +291,12 @@ class SshTunnel:
         try:
             for i, hop in enumerate(self.hops):
                 prev = transports[-1] if transports else None
-                transports.append(self._open_hop(i, hop, prev, keys, hostkeys, hostkeys_desc))
+                try:
+                    transports.append(self._open_hop(i, hop, prev, keys, hostkeys, hostkeys_desc))
+                except SshTunnelError:
+                    raise
+                except Exception as e:  # anything paramiko raises that the steps above do not translate
+                    raise SshTunnelError(f"{self._where(i)}: {type(e).__name__}: {e}", hop) from e
         except BaseException:
             for t in reversed(transports):
                 t.close()
