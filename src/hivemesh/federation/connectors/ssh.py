@@ -379,7 +379,8 @@ class SshTunnel:
             allowed = [k for k in t.get_security_options().key_types if _key_family(k) in known_types]
             if allowed:
                 t.get_security_options().key_types = allowed
-        t.banner_timeout = t.handshake_timeout = remaining()
+        # paramiko's own limits a little later than ours, so that running out of time reads as a timeout
+        t.banner_timeout = t.handshake_timeout = remaining() + 1.0
         negotiated = threading.Event()
         try:
             t.start_client(event=negotiated)
@@ -395,7 +396,7 @@ class SshTunnel:
                     f"host key mismatch: the server offers none of the key types known_hosts "
                     f"({hostkeys_desc}) has for {name} ({', '.join(sorted(known.keys()))})"
                 )
-            if "banner" in text.lower() and ("timed out" in text.lower() or "timeout" in text.lower()):
+            if "banner" in text.lower() and isinstance(getattr(err, "__context__", None), TimeoutError):
                 raise fail(f"SSH handshake {timed_out} (no SSH banner)")
             raise fail(f"SSH handshake failed: {text}")
         key = t.get_remote_server_key()
