@@ -97,4 +97,19 @@ def shared_dir() -> Path:
     return repo_root().parent / "shared"
 
 
+# Tests marked ``proxy_spark`` (tests/test_proxy_spark.py) stop the shared SparkSession of the
+# ``spark`` fixture and start their own against hivemesh proxies (one SparkSession per JVM at a
+# time). Running them last means no later test finds the shared session stopped. trylast: after
+# pytest's own fixture-based reordering, so nothing moves them back.
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "proxy_spark: replaces the shared SparkSession; runs last")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    last = [i for i in items if i.get_closest_marker("proxy_spark") is not None]
+    if last:
+        items[:] = [i for i in items if i.get_closest_marker("proxy_spark") is None] + last
+
+
 from tests.spark_fixtures import *  # noqa: E402,F401,F403 - the shared Spark fixtures

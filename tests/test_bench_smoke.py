@@ -193,3 +193,59 @@ def test_acid_read_bench_tiny_run(tmp_path: Path) -> None:
         assert v["q1"]["result"] == variants["plain_full" if expect == rows else "plain_90"]["q1"]["result"]
         assert v["count"]["best_s"] > 0 and len(v["q1"]["runs_s"]) == 1
     assert doc["build"]["built_now"] and len(doc["build"]["acid"]["inserts"]) == 8
+
+
+def test_quick_proxy_run_prints_the_tables(tmp_path: Path) -> None:
+    """``bench/proxy.py --quick --no-java``: exits 0 and prints the latency, throughput and memory
+    tables with a figure for every operation and route (the figures themselves are not checked)."""
+    out_json = tmp_path / "proxy.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(repo_root() / "bench" / "proxy.py"),
+            "--quick",
+            "--no-java",
+            "--json",
+            str(out_json),
+        ],
+        cwd=repo_root(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "250"},  # one table row per line
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    out = proc.stdout
+    tables: list[list[list[str]]] = []  # the tables in order, each its rows of cells (header first)
+    for line in out.splitlines():
+        if line.startswith("┏"):
+            tables.append([])
+        elif line.startswith(("┃", "│")) and tables:
+            tables[-1].append([c.strip() for c in re.split(r"[│┃]", line)][1:-1])
+    assert len(tables) == 3, out
+    latency, throughput, memory = tables
+    assert latency[0][:6] == ["operation", "route", "calls", "p50 ms", "p99 ms", "added p50 ms"], latency[0]
+    assert throughput[0][:3] == ["operation", "route", "calls/s"], throughput[0]
+    routes = ["direct", "proxy (default: audit log on)", "proxy, log level WARNING", "via prefix (fed_bench)"]
+    for table, figure in ((latency, 3), (throughput, 2)):
+        op = ""
+        seen: set[tuple[str, str]] = set()
+        for row in table[1:]:
+            op = row[0] or op
+            assert NUMBER.fullmatch(row[figure]), f"no figure for {op} / {row[1]}: {row}"
+            seen.add((op, row[1]))
+        assert seen == {
+            (o, r) for o in ("get_table", "get_partitions", "get_all_databases") for r in routes
+        }, seen
+    assert memory[0][:4] == ["process", "RSS idle after start", "peak RSS under load", "VmHWM"], memory[0]
+    proxy_row = next(r for r in memory if r[0] == "proxy (default config)")
+    assert all(NUMBER.fullmatch(c) for c in proxy_row[1:4]), proxy_row
+    assert "aim: added p50 < 0.3 ms" in out and "aim: >= 0.8x direct throughput" in out
+
+    doc = json.loads(out_json.read_text(encoding="utf-8"))
+    assert doc["settings"]["clients"] == 32 and doc["memory"]["java_note"] == "not run (--no-java)"
+    for op in ("get_table", "get_partitions", "get_all_databases"):
+        for key in ("direct", "proxy", "quiet", "prefix"):
+            assert doc["latency"][op][key]["n"] > 0 and doc["latency"][op][key]["p50_ms"] > 0
+            assert doc["throughput"][op][key]["calls"] > 0
+    assert doc["audit_log_lines"] > 0  # the default proxy logs every call

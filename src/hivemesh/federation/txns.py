@@ -69,7 +69,7 @@ class TxnRouter:
         self._lock = threading.Lock()
         self._pairs: dict[int, dict[str, int]] = {}  # proxy txn -> {member name: member txn}
         self._writer: dict[int, str] = {}  # proxy txn -> the member it writes to
-        self._who: dict[int, tuple[str | None, str | None]] = {}
+        self._who: dict[int, tuple[str | None, str | None, int | None]] = {}
         self._open_locks: dict[tuple[int, str], threading.Lock] = {}
 
     # ------------------------------------------------------------------ helpers
@@ -109,9 +109,9 @@ class TxnRouter:
                 got = self._pairs.get(txn, {}).get(member.name)
             if got is not None:
                 return got
-            user, host = self._who.get(txn, (None, None))
+            user, host, txn_type = self._who.get(txn, (None, None, None))
             req = OpenTxnRequest(num_txns=1, user=user or "hivemesh", hostname=host or "hivemesh-proxy",
-                                 agentInfo=f"hivemesh proxy txn {txn}")  # fmt: skip
+                                 agentInfo=f"hivemesh proxy txn {txn}", txn_type=txn_type)  # fmt: skip
             resp = self.fed.call_member(member, "open_txns", [req])
             mt = resp.txn_ids[0]
             with self._lock:
@@ -160,7 +160,7 @@ class TxnRouter:
         session = self.fed.session()
         with self._lock:
             for t in resp.txn_ids or []:
-                self._who[t] = (rqst.user, rqst.hostname)
+                self._who[t] = (rqst.user, rqst.hostname, rqst.txn_type)
         session.txns.extend(resp.txn_ids or [])
         return resp
 
@@ -317,6 +317,8 @@ class TxnRouter:
                 if t is None:
                     continue
                 t.fullTableName = full
+                if member.index != 0:  # the member's txn ids are its own: give readers its txn list
+                    t.hivemeshValidTxnList = req.validTxnList
                 out[pos] = t
         return GetValidWriteIdsResponse(tblValidWriteIds=[t for t in out if t is not None])
 

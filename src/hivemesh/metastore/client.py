@@ -572,10 +572,18 @@ class MetastoreClient:
         return {p.txnId: p.writeId for p in resp.txnToWriteIds}
 
     def valid_write_ids(
-        self, tables: Sequence[str], valid_txn_list: ValidTxnList | str, write_id: int | None = None
+        self,
+        tables: Sequence[str],
+        valid_txn_list: ValidTxnList | str,
+        write_id: int | None = None,
+        txn_lists: dict[str, ValidTxnList] | None = None,
     ) -> dict[str, ValidWriteIdList]:
         """Write-id snapshots (Hive ``createValidReaderWriteIdList``) of ``tables`` (``db.table``)
-        under ``valid_txn_list``, keyed by the metastore's full table name, in request order."""
+        under ``valid_txn_list``, keyed by the metastore's full table name, in request order.
+
+        ``txn_lists``, if given, receives the ValidTxnList a hivemesh proxy sent along for tables
+        of a federated member (whose txn ids are not the primary's): judge those tables' files
+        with it instead of ``valid_txn_list``."""
         req = GetValidWriteIdsRequest(
             fullTableNames=list(tables), validTxnList=str(valid_txn_list), writeId=write_id
         )
@@ -584,6 +592,9 @@ class MetastoreClient:
         for t in resp.tblValidWriteIds or []:
             w = ValidWriteIdList.from_table_valid_write_ids(t)
             out[t.fullTableName] = w
+            own = getattr(t, "hivemeshValidTxnList", None)
+            if own and txn_lists is not None:
+                txn_lists[t.fullTableName] = ValidTxnList.parse(own)
         return out
 
     def valid_txn_write_id_list(

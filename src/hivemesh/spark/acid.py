@@ -77,6 +77,7 @@ class TableSnapshot:
     table: Any
     write_ids: ValidWriteIdList
     lock_id: int | None
+    valid_txns: ValidTxnList | None = None  # the table's own txn list (a proxy's federated member)
 
 
 class AcidSession:
@@ -169,8 +170,9 @@ class AcidSession:
             tbl = self.client.call("get_table", db, name, idempotent=True)
             table_layout(tbl)  # raises when not transactional
             resp = self.client.lock([lock_component(db, name)], txn_id=txn, agent_info=AGENT_INFO)
-            write_ids = self.client.valid_write_ids([key], self.valid_txn_list)[key]
-            snap = TableSnapshot(tbl, write_ids, resp.lockid)
+            own: dict[str, ValidTxnList] = {}
+            write_ids = self.client.valid_write_ids([key], self.valid_txn_list, txn_lists=own)[key]
+            snap = TableSnapshot(tbl, write_ids, resp.lockid, own.get(key))
             self.snapshots[key] = snap
             log.info("%s: snapshot %s (txn %s, lock %s)", key, write_ids, txn, resp.lockid)
             return snap
@@ -193,7 +195,10 @@ class AcidSession:
             LocationFiles(
                 loc,
                 select_files(
-                    list_location(loc), snap.write_ids, self.valid_txn_list, insert_only=layout.insert_only
+                    list_location(loc),
+                    snap.write_ids,
+                    snap.valid_txns or self.valid_txn_list,
+                    insert_only=layout.insert_only,
                 ),
                 values,
             )

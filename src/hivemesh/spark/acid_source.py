@@ -332,7 +332,9 @@ class HiveAcidReader(DataSourceReader):
                 txn = client.open_txn(txn_type=TxnType.READ_ONLY, agent_info=AGENT_INFO)
                 txns = client.valid_txn_list(txn)
                 client.lock([lock_component(info.db, info.name)], txn_id=txn, agent_info=AGENT_INFO)
-                write_ids = client.valid_write_ids([full], txns)[full]
+                own: dict[str, Any] = {}
+                write_ids = client.valid_write_ids([full], txns, txn_lists=own)[full]
+                txns = own.get(full, txns)  # a proxy's federated member: its own txn ids
             given = self.options.get("partition_filter")
             partition_filter = " and ".join(f"({f})" for f in (given, self.pushed_filter) if f) or None
             targets = table_locations(client, tbl, partition_filter)

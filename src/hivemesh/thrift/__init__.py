@@ -2,7 +2,8 @@
 
 from hive_metastore import ttypes as _hms_ttypes
 
-from hivemesh.thrift.compat import add_notification_filters, allow_exception_chaining
+from hivemesh.thrift.compat import add_notification_filters, add_table_txn_list, allow_exception_chaining
 
 allow_exception_chaining(_hms_ttypes)
 add_notification_filters()
+add_table_txn_list()

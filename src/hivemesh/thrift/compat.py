@@ -77,3 +77,53 @@ def add_notification_filters() -> None:
     cls.__init__ = __init__  # type: ignore[method-assign]
     service.get_next_notification_args.thrift_spec[1][3][1] = cls.thrift_spec
     cls._hivemesh_filters = True  # type: ignore[attr-defined]
+
+
+TABLE_TXN_LIST_FIELD = 50
+"""Field id of ``TableValidWriteIds.hivemeshValidTxnList`` (a hivemesh proxy extension)."""
+
+
+def add_table_txn_list() -> None:
+    """Teach ``TableValidWriteIds`` field 50, ``hivemeshValidTxnList`` (idempotent).
+
+    A hivemesh proxy answers ``get_valid_write_ids`` for a table of a member other than its primary
+    with that member's own ValidTxnList in this field (format: Hive ValidReadTxnList.writeToString):
+    the member's txn ids are not the primary's, so a reader must judge that table's compacted
+    ``base_N_vT`` directories with it. Other clients skip the unknown field, as Thrift does.
+    """
+    from hive_metastore.ttypes import TableValidWriteIds
+    from thrift.Thrift import TType
+
+    cls = TableValidWriteIds
+    if getattr(cls, "_hivemesh_txn_list", False):
+        return
+    spec = list(cls.thrift_spec)
+    while len(spec) <= TABLE_TXN_LIST_FIELD:
+        spec.append(None)
+    spec[TABLE_TXN_LIST_FIELD] = (TABLE_TXN_LIST_FIELD, TType.STRING, "hivemeshValidTxnList", "UTF8", None)
+    cls.thrift_spec = tuple(spec)
+    cls.hivemeshValidTxnList = None  # type: ignore[attr-defined]
+    _repoint_nested_specs(cls)
+    cls._hivemesh_txn_list = True  # type: ignore[attr-defined]
+
+
+def _repoint_nested_specs(cls: type) -> None:
+    """Structs that contain ``cls`` carry ``[cls, spec]`` lists filled when the bindings were
+    loaded; point them at ``cls``'s current spec (the C codecs read the nested one)."""
+    from hive_metastore import ThriftHiveMetastore, ttypes
+
+    def walk(spec: object) -> None:
+        if isinstance(spec, list) and len(spec) == 2 and isinstance(spec[0], type):
+            if spec[0] is cls:  # a reference to a struct: not walked into (specs may be cyclic)
+                spec[1] = cls.thrift_spec
+            return
+        if isinstance(spec, (tuple, list)):
+            for item in spec:
+                if isinstance(item, (tuple, list)):
+                    walk(item)
+
+    import inspect
+
+    for module in (ttypes, ThriftHiveMetastore):
+        for _, struct in inspect.getmembers(module, inspect.isclass):
+            walk(getattr(struct, "thrift_spec", None) or ())
