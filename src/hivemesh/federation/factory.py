@@ -63,7 +63,15 @@ def glue_catalog(cfg: GlueConfig) -> DirectCatalog:
     """An AWS Glue Data Catalog connector (read side of the HMS interface)."""
     from hivemesh.federation.connectors.glue import GlueCatalog
 
-    target = GlueCatalog(region=cfg.region, endpoint_url=cfg.glue_endpoint, account_id=cfg.glue_account_id)
+    # Glue databases often have no location; Spark cannot describe a database without one, so
+    # such databases are shown at a placeholder glue://<catalog>/<db>.db (remotes are read-only)
+    placeholder = f"glue://{cfg.glue_account_id or cfg.region}"
+    target = GlueCatalog(
+        region=cfg.region,
+        endpoint_url=cfg.glue_endpoint,
+        account_id=cfg.glue_account_id,
+        default_warehouse=placeholder,
+    )
     where = cfg.glue_endpoint or f"region {cfg.region}"
     return DirectCatalog(
         target, "glue", f"glue {where}" + (f" catalog {cfg.glue_account_id}" if cfg.glue_account_id else "")
