@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -148,8 +149,6 @@ class Federation(ThriftHiveMetastore.Iface):
         timeout_s: float | None = None,
     ) -> Any:
         """One call on a member; unreachable members raise MetaException naming them."""
-        import time
-
         current.member = member.name
         t0 = time.perf_counter()
         error = None
@@ -328,17 +327,23 @@ class Federation(ThriftHiveMetastore.Iface):
         latency. Members that fail, time out or are down contribute nothing (logged). The
         primary's failure is raised: without it the answer would be wrong, not just partial."""
         session = self.session()
+        primary = self.registry.primary
         members = self.registry.members
         if self.links is not None and links is not None:
             members = members + self.links.members(tables=links == "all")
         jobs = []
+        inline: tuple[Sequence[Any], float] | None = None
         for m in members:
             args = args_for(m)
             if args is None:
                 continue
             if not m.available:
-                if m is self.registry.primary:
+                if m is primary:
                     raise unavailable(m.unavailable_error())
+                continue
+            deadline = timeout_s + m.deadline_extra_s
+            if m is primary:  # the primary runs in this thread (no hand-off), the others meanwhile
+                inline = (args, deadline)
                 continue
             own = Session() if m.is_thrift else session
             if m.is_thrift:
@@ -346,24 +351,24 @@ class Federation(ThriftHiveMetastore.Iface):
                 conn = session.take(m)
                 if conn is not None:
                     own.give(m, conn)
-            deadline = timeout_s + m.deadline_extra_s
             fut = self.pool.submit(self.call_member, m, method, args, own, deadline)
-            jobs.append((m, fut, own, deadline))
-        current.member = "*"  # the audit log shows merged calls as going to every member
+            jobs.append((m, fut, own, time.monotonic() + deadline))
         out = []
-        for m, fut, own, deadline in jobs:
+        if inline is not None:
+            out.append((primary, self.call_member(primary, method, inline[0], session, inline[1])))
+        current.member = "*"  # the audit log shows merged calls as going to every member
+        for m, fut, own, due in jobs:
             try:
-                out.append((m, fut.result(timeout=deadline + 0.05)))
+                out.append((m, fut.result(timeout=max(0.0, due - time.monotonic()) + 0.05)))
             except FutureTimeout:
                 log.warning(
-                    "%s: %s did not answer within %.0f ms; left out", method, m.describe(), deadline * 1000
-                )
+                    "%s: %s did not answer within %.0f ms; left out",
+                    method, m.describe(), (timeout_s + m.deadline_extra_s) * 1000,
+                )  # fmt: skip
                 if self.observe is not None:
-                    self.observe(m.name, method, deadline, "Timeout")
+                    self.observe(m.name, method, timeout_s + m.deadline_extra_s, "Timeout")
                 continue
             except Exception as e:
-                if m is self.registry.primary:
-                    raise
                 log.warning("%s: %s failed (%s); left out", method, m.describe(), e)
                 continue
             finally:

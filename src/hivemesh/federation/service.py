@@ -22,7 +22,7 @@ from hivemesh.federation.metrics import HealthServer, ProxyMetrics
 from hivemesh.federation.remotes import RemoteStore
 from hivemesh.federation.router import Federation, Registry
 from hivemesh.thrift.processor import HMSProcessor
-from hivemesh.thrift.server import ThriftServer
+from hivemesh.thrift.server import ThriftServer, tune_gc
 
 log = logging.getLogger("hivemesh.federation.service")
 
@@ -262,8 +262,6 @@ def run_forever(config_path: str, **overrides: Any) -> int:
     except (ConfigError, ProxyStartupError) as e:
         log.error("%s", e)
         return 2
-    from hivemesh.metastore.service import tune_gc
-
     tune_gc()
     stop = threading.Event()
 

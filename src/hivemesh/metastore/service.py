@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import signal
 import threading
@@ -15,7 +14,7 @@ from hivemesh.metastore.housekeeper import Housekeeper
 from hivemesh.metastore.metrics import ServiceMetrics
 from hivemesh.metastore.store import Store
 from hivemesh.thrift.processor import HMSProcessor
-from hivemesh.thrift.server import ThriftServer
+from hivemesh.thrift.server import ThriftServer, tune_gc
 
 log = logging.getLogger("hivemesh.metastore.service")
 
@@ -114,19 +113,6 @@ def _first_line(e: BaseException) -> str:
     orig = getattr(e, "orig", None)  # SQLAlchemy wraps the driver's error; its text has no SQL
     text = str(orig if orig is not None else e).strip()
     return text.splitlines()[0] if text else type(e).__name__
-
-
-def tune_gc() -> None:
-    """Keep the cyclic garbage collector off the hot path of a long-running server.
-
-    Everything loaded at start-up (the large generated Thrift modules, SQLAlchemy) is moved to the
-    permanent generation so full collections do not rescan it, and collections run less often:
-    replies of thousands of partitions allocate many short-lived objects that are freed by
-    reference counting anyway. Measured here: get_partitions of 1,000 went from 55-160 ms to 35-40 ms.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
 
 
 def run_forever(cfg: MetastoreConfig) -> int:

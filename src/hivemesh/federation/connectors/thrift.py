@@ -24,6 +24,8 @@ log = logging.getLogger("hivemesh.federation.thrift")
 
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (TTransportException, OSError, EOFError)
 
+READ_BUFFER = 64 * 1024  # bytes per socket read: a 1,000-partition answer is ~0.7 MB
+
 Resolver = Callable[[str, int], tuple[str, int]]
 """Maps a metastore's (host, port) to the address to dial (an SSH tunnel's local end)."""
 
@@ -127,7 +129,9 @@ class ThriftCatalog:
             timeout_ms = int(self.call_timeout_s * 1000)
             sock.setTimeout(timeout_ms)
             transport: Any = (
-                TTransport.TFramedTransport(sock) if self.framed else TTransport.TBufferedTransport(sock)
+                TTransport.TFramedTransport(sock)
+                if self.framed
+                else TTransport.TBufferedTransport(sock, rbuf_size=READ_BUFFER)
             )
             protocol = (
                 TCompactProtocol.TCompactProtocolAccelerated(transport)
