@@ -22,7 +22,27 @@ def _setup_logging(level: str) -> None:
         logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyGroup(click.Group):
+    """Imports a subcommand's module only when that subcommand runs (``hivemesh acid`` pulls in
+    pyarrow: ~60 MB a long-running proxy or metastore should not carry)."""
+
+    lazy = {"acid": "hivemesh.acid.cli:acid", "remote": "hivemesh.federation.remote_cli:remote"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            import importlib
+
+            module, _, attr = self.lazy[cmd_name].partition(":")
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(
+    cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, prog_name="hivemesh")
 def main() -> None:
     """hivemesh: many Hive metastores, one lakehouse."""
@@ -93,13 +113,27 @@ def metastore(config_path: str | None, **opts: object) -> None:
     help="Where the embedded metastore, the warehouse and the generated TPC-H files live.",
 )
 @click.option("--log-level", default="WARNING", show_default=True)
-def quickstart(metastore_uri: str | None, scale: float, data_dir: Path, log_level: str) -> None:
+@click.option(
+    "--federated",
+    is_flag=True,
+    help="Spread the tables over two zones (metastores in DATA_DIR/zones); query them through a proxy.",
+)
+def quickstart(
+    metastore_uri: str | None, scale: float, data_dir: Path, log_level: str, federated: bool
+) -> None:
     """Load TPC-H into Hive ORC tables through Spark and check analytical queries against the files.
 
     With no --metastore-uri, starts an embedded hivemesh metastore on SQLite in DATA_DIR.
+    With --federated, spreads the tables over two zones and queries them through a hivemesh proxy.
     A second run reuses the generated data and the loaded tables.
     """
+    if federated and metastore_uri is not None:
+        raise click.UsageError("--federated starts its own metastores: leave out --metastore-uri")
     _setup_logging(log_level)
+    if federated:
+        from hivemesh.quickstart.federated import run_federated
+
+        sys.exit(run_federated(scale=scale, data_dir=data_dir))
     from hivemesh.quickstart import run
 
     sys.exit(run(metastore_uri=metastore_uri, scale=scale, data_dir=data_dir))
@@ -138,16 +172,6 @@ def proxy(config_path: str, **opts: object) -> None:
 
     sys.exit(run_forever(config_path, **opts))
 
-
-def _add_subcommands() -> None:
-    from hivemesh.acid.cli import acid
-    from hivemesh.federation.remote_cli import remote
-
-    main.add_command(acid)
-    main.add_command(remote)
-
-
-_add_subcommands()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

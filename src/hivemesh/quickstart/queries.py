@@ -199,13 +199,23 @@ def _summary(error: BaseException) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-def run_query(spark: SparkSession, query: Query, database: str, views: dict[str, str]) -> QueryResult:
+def run_query(
+    spark: SparkSession,
+    query: Query,
+    database: str,
+    views: dict[str, str],
+    *,
+    tables: dict[str, str] | None = None,
+) -> QueryResult:
     """Run ``query`` on ``database``'s tables and on the file ``views``; compare the results.
 
-    An error on either side is reported as a mismatch (with the error in ``detail``), not raised.
+    ``tables``: table -> qualified name to read instead of ``database.table`` (tables spread over
+    several databases, e.g. the zones of a federation). An error on either side is reported as a
+    mismatch (with the error in ``detail``), not raised.
     """
+    names = tables if tables is not None else {t: f"`{database}`.`{t}`" for t in TABLES}
     try:
-        hive_rows, seconds = _collect(spark, query.render({t: f"`{database}`.`{t}`" for t in TABLES}))
+        hive_rows, seconds = _collect(spark, query.render(names))
     except Exception as e:  # any failure is this query's result
         log.error("query %s failed on the metastore tables: %s", query.name, e)
         return QueryResult(query.name, 0, 0.0, 0.0, False, f"metastore tables: {_summary(e)}")
