@@ -603,3 +603,44 @@ def test_reload_under_load_loses_no_call(zones: dict[str, HivemeshProcess], tmp_
         log = (tmp_path / "proxy.log").read_text()
         assert "configuration not reloaded" in log
         assert p.proc is not None and p.proc.poll() is None
+
+
+def test_reads_needing_no_rewrite_are_relayed_undecoded(
+    prefixed: ProxyService, zones: dict[str, HivemeshProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Primary reads are relayed as the member's bytes (skipped over in C, never decoded); the
+    answers are the same as directly, HMS exceptions included, and prefixed reads still rename."""
+    from hivemesh.federation.connectors import thrift as thrift_connector
+
+    relayed: list[str] = []
+    original = thrift_connector.Connection.relay
+
+    def spy(self: object, method: str, args: object, timeout_s: float | None = None) -> bytes:
+        relayed.append(method)
+        return original(self, method, args, timeout_s)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(thrift_connector.Connection, "relay", spy)
+    direct = _client(zones["main"].uri).raw
+    c = _client(prefixed.uri).raw
+    c.create_database(Database(name="relay_db", locationUri="/tmp/relay_db", parameters={}))
+    c.create_table(_table("relay_db", "p", "/tmp/relay_db/p", ("day",)))
+    c.add_partitions(
+        [
+            Partition(
+                values=[f"d{i:03d}"],
+                dbName="relay_db",
+                tableName="p",
+                sd=_sd(f"/tmp/relay_db/p/day=d{i:03d}"),
+                parameters={},
+            )
+            for i in range(300)
+        ]
+    )
+    assert c.get_partitions("relay_db", "p", -1) == direct.get_partitions("relay_db", "p", -1)
+    assert c.get_table("relay_db", "p") == direct.get_table("relay_db", "p")
+    with pytest.raises(NoSuchObjectException):
+        c.get_table("relay_db", "missing")
+    assert relayed == ["get_config_value", "get_partitions", "get_table", "get_table"]
+    assert c.get_table("eu_sales", "orders").dbName == "eu_sales"  # renamed: not relayed
+    assert relayed[-1] == "get_table" and len(relayed) == 4
+    c.drop_database("relay_db", True, True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from hive_metastore.ttypes import MetaException
@@ -145,9 +144,27 @@ class Member:
         self.catalog.ping(timeout_s)
 
     # ------------------------------------------------------------------ calls
-    def call(self, session: Session, method: str, args: Sequence[Any], timeout_s: float | None = None) -> Any:
-        """Send one HMS call. HMS exceptions pass through; MemberUnavailableError when the member
-        is marked down or cannot be reached (it is then marked down)."""
+    @property
+    def relays(self) -> bool:
+        """True if replies can be relayed as bytes: unframed binary Thrift to this member."""
+        return self.is_thrift and not self.catalog.framed and not self.catalog.compact
+
+    def relay(self, session: Session, method: str, args: Any, timeout_s: float | None = None) -> bytes:
+        """Send one call and return its reply message undecoded (see :meth:`Connection.relay`).
+        Errors as :meth:`call`."""
+        return self.call(session, method, args, timeout_s, relay=True)
+
+    def call(
+        self,
+        session: Session,
+        method: str,
+        args: Any,
+        timeout_s: float | None = None,
+        relay: bool = False,
+    ) -> Any:
+        """Send one HMS call (``args``: positional arguments, or the args struct with ``relay``).
+        HMS exceptions pass through; MemberUnavailableError when the member is marked down or
+        cannot be reached (it is then marked down)."""
         if not self.available:
             raise self.unavailable_error()
         read = is_read(method)
@@ -165,7 +182,7 @@ class Member:
                 conn = self._connect(catalog, session)
             assert conn is not None
             try:
-                result = conn.call(method, args, timeout_s)
+                result = conn.relay(method, args, timeout_s) if relay else conn.call(method, args, timeout_s)
             except TRANSPORT_ERRORS as e:
                 conn.close()
                 conn = None

@@ -18,6 +18,7 @@ from typing import Any
 from hive_metastore import ThriftHiveMetastore
 from hive_metastore.ttypes import MetaException
 from thrift.Thrift import TApplicationException, TException, TMessageType, TType
+from thrift.transport import TTransport
 
 log = logging.getLogger("hivemesh.thrift")
 
@@ -107,6 +108,9 @@ class HMSProcessor(ThriftHiveMetastore.Processor):
         self.methods = implemented_methods(handler)
         super().__init__(_GuardedHandler(handler, self.methods))
         self._observer = observer
+        # a handler may answer some calls with bytes it relays (see relay()): it lists them here
+        self._relay = getattr(handler, "relay", None)
+        self._relay_methods: frozenset[str] = frozenset(getattr(handler, "relay_methods", ()) or ())
 
     def process(self, iprot: Any, oprot: Any) -> bool | None:
         """Read one call, dispatch it (or answer UNKNOWN_METHOD), write the reply."""
@@ -130,7 +134,10 @@ class HMSProcessor(ThriftHiveMetastore.Processor):
         _outcome.error = None
         error = None
         try:
-            self._processMap[name](self, seqid, iprot, oprot)
+            if name in self._relay_methods:
+                self._process_relayable(name, seqid, iprot, oprot)
+            else:
+                self._processMap[name](self, seqid, iprot, oprot)
         except Exception as e:
             error = type(e).__name__
             raise
@@ -138,3 +145,51 @@ class HMSProcessor(ThriftHiveMetastore.Processor):
             if self._observer:
                 self._observer(name, time.perf_counter() - start, error or _outcome.error)
         return True
+
+    def _process_relayable(self, name: str, seqid: int, iprot: Any, oprot: Any) -> None:
+        """Decode the arguments; let the handler relay a member's reply bytes unchanged, or else
+        answer as the generated ``process_<name>`` would."""
+        args = getattr(ThriftHiveMetastore, f"{name}_args")()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        assert self._relay is not None
+        relayed = self._relay(name, args, seqid, oprot)
+        if relayed:
+            if isinstance(relayed, str):  # the relayed reply carries this HMS exception
+                _outcome.error = relayed
+            return
+        self._answer(name, seqid, args, oprot)
+
+    def _answer(self, name: str, seqid: int, args: Any, oprot: Any) -> None:
+        """Call the handler with decoded ``args`` and write the reply (the generated
+        ``process_<name>`` logic, for any method)."""
+        result: Any = getattr(ThriftHiveMetastore, f"{name}_result")()
+        spec = [f for f in result.thrift_spec or () if f]
+        argv = [getattr(args, f[2]) for f in args.thrift_spec or () if f]
+        try:
+            value = getattr(self._handler, name)(*argv)
+            if any(f[2] == "success" for f in spec):
+                result.success = value
+            msg_type = TMessageType.REPLY
+        except TTransport.TTransportException:
+            raise
+        except TApplicationException as ex:
+            msg_type = TMessageType.EXCEPTION
+            result = ex
+        except TException as e:
+            field = next((f[2] for f in spec if f[2] != "success" and isinstance(e, f[3][0])), None)
+            if field is None:
+                log.exception("%s: undeclared exception", name)
+                msg_type = TMessageType.EXCEPTION
+                result = TApplicationException(TApplicationException.INTERNAL_ERROR, str(e))
+            else:
+                msg_type = TMessageType.REPLY
+                setattr(result, field, e)
+        except Exception:
+            log.exception("Unexpected exception in handler")
+            msg_type = TMessageType.EXCEPTION
+            result = TApplicationException(TApplicationException.INTERNAL_ERROR, "Internal error")
+        oprot.writeMessageBegin(name, msg_type, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()

@@ -10,11 +10,14 @@ from __future__ import annotations
 import logging
 import select
 import socket
+import struct
 from collections.abc import Callable, Sequence
+from io import BytesIO
 from typing import Any
 
 from hive_metastore import ThriftHiveMetastore
 from thrift.protocol import TBinaryProtocol, TCompactProtocol
+from thrift.Thrift import TMessageType
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
@@ -28,6 +31,46 @@ READ_BUFFER = 64 * 1024  # bytes per socket read: a 1,000-partition answer is ~0
 
 Resolver = Callable[[str, int], tuple[str, int]]
 """Maps a metastore's (host, port) to the address to dial (an SSH tunnel's local end)."""
+
+
+class _Skip:
+    """Decoding target with no fields: the C decoder skips every field (fast, nothing built)."""
+
+    thrift_spec = ()
+
+    def __init__(self, **_: Any) -> None:
+        pass
+
+
+def message_end(buf: bytes) -> int | None:
+    """Length of the first complete binary-protocol message in ``buf``, None if incomplete."""
+    mem = TTransport.TMemoryBuffer(buf)
+    proto = TBinaryProtocol.TBinaryProtocolAccelerated(mem)
+    try:
+        proto.readMessageBegin()
+        proto._fast_decode(_Skip(), proto, [_Skip, ()])
+        proto.readMessageEnd()
+    except (EOFError, TTransportException, struct.error):
+        return None
+    return mem._buffer.tell()
+
+
+def read_raw_message(transport: Any, sock: socket.socket) -> bytes:
+    """Read one whole reply message from ``sock`` as bytes (what ``transport`` already buffered
+    first). Each attempt skips the message in C; reads double in size, so a large reply costs a few
+    skips, never a decode. Raises TTransportException at end of stream, OSError on timeout."""
+    data = bytearray(transport.cstringio_buf.read())  # bytes the transport already buffered
+    while True:
+        if data:
+            end = message_end(bytes(data))
+            if end is not None:
+                if end < len(data):  # never in request/response, but do not lose bytes
+                    transport._TBufferedTransport__rbuf = BytesIO(bytes(data[end:]))
+                return bytes(data[:end])
+        chunk = sock.recv(max(READ_BUFFER, len(data)))
+        if not chunk:
+            raise TTransportException(TTransportException.END_OF_FILE, "the metastore closed the connection")
+        data += chunk
 
 
 class Connection:
@@ -53,6 +96,22 @@ class Connection:
             return getattr(self.client, method)(*args)
         finally:
             if self.socket.handle is not None:
+                self.socket.setTimeout(self._timeout_ms)
+
+    def relay(self, method: str, args: Any, timeout_s: float | None = None) -> bytes:
+        """Send ``method`` with its decoded ``args`` struct and return the raw bytes of the reply
+        message (binary protocol; header included, seqid 0), without decoding the reply."""
+        if timeout_s is not None:
+            self.socket.setTimeout(max(1, int(timeout_s * 1000)))
+        try:
+            proto = self.client._oprot
+            proto.writeMessageBegin(method, TMessageType.CALL, 0)
+            args.write(proto)
+            proto.writeMessageEnd()
+            proto.trans.flush()
+            return read_raw_message(self.transport, self.socket.handle)
+        finally:
+            if timeout_s is not None and self.socket.handle is not None:
                 self.socket.setTimeout(self._timeout_ms)
 
     def stale(self) -> bool:
