@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from tests.support.servers import die_with_parent
+from tests.support.servers import ManagedProcess, die_with_parent
 
 _LISTEN = re.compile(r"hivemesh proxy listening on (\S+):(\d+)")
 _METRICS = re.compile(r"hivemesh proxy metrics on (http://\S+)/metrics")
@@ -33,7 +33,7 @@ def write_mesh(
     return path
 
 
-class ProxyProcess:
+class ProxyProcess(ManagedProcess):
     """``hivemesh proxy --config CONFIG`` as a subprocess (port and metrics port as in the file;
     use ``port: 0`` and ``metrics_port: 0`` for free ones). Output goes to ``log``.
     ``uri``, ``host``, ``port`` and ``http`` (``http://host:port`` of /metrics and /health) are set
@@ -105,24 +105,3 @@ class ProxyProcess:
     def hup(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGHUP)
-
-    def stop(self, timeout: float = 20.0) -> int | None:
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait()
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def __enter__(self) -> ProxyProcess:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

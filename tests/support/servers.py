@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 from hive_metastore import ThriftHiveMetastore
 from thrift.protocol import TBinaryProtocol
@@ -40,7 +41,41 @@ def free_port(host: str = "127.0.0.1") -> int:
 _LISTEN = re.compile(r"hivemesh metastore listening on (\S+):(\d+)")
 
 
-class HivemeshProcess:
+class ManagedProcess:
+    """Stopping a server subprocess held in ``proc``: SIGTERM then SIGKILL, or SIGKILL at once.
+    Subclasses define ``start()``; instances are context managers."""
+
+    proc: subprocess.Popen[str] | None = None
+
+    def start(self, timeout: float = 60.0) -> ManagedProcess:
+        raise NotImplementedError
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        """SIGTERM, wait up to ``timeout`` s, then SIGKILL; returns the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL (for crash tests)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class HivemeshProcess(ManagedProcess):
     """A ``hivemesh metastore`` subprocess on a free port.
 
     ``db_url``: SQLAlchemy URL of its store; ``warehouse``: a directory. Use as a context manager or
@@ -96,27 +131,6 @@ class HivemeshProcess:
             time.sleep(0.05)
         self.host, self.port = found[0]
         return self
-
-    def stop(self, timeout: float = 20.0) -> int | None:
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait()
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def __enter__(self) -> HivemeshProcess:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class ThriftClient:

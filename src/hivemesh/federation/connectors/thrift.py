@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import select
 import socket
-import struct
 from collections.abc import Callable, Sequence
 from io import BytesIO
 from typing import Any
@@ -42,35 +41,59 @@ class _Skip:
         pass
 
 
-def message_end(buf: bytes) -> int | None:
-    """Length of the first complete binary-protocol message in ``buf``, None if incomplete."""
-    mem = TTransport.TMemoryBuffer(buf)
-    proto = TBinaryProtocol.TBinaryProtocolAccelerated(mem)
-    try:
-        proto.readMessageBegin()
-        proto._fast_decode(_Skip(), proto, [_Skip, ()])
-        proto.readMessageEnd()
-    except (EOFError, TTransportException, struct.error):
-        return None
-    return mem._buffer.tell()
+class _Recorder(TTransport.TTransportBase, TTransport.CReadableTransport):
+    """A readable transport over a socket that keeps every byte it received, so the C decoder can
+    skip over one message in a single pass and the bytes it consumed can be relayed as they are."""
+
+    def __init__(self, sock: socket.socket, initial: bytes):
+        self.sock = sock
+        self.data = bytearray(initial)
+        self.end = len(initial)  # bytes of ``data`` handed to the decoder so far
+        self.buf = BytesIO(initial)
+
+    @property
+    def cstringio_buf(self) -> BytesIO:
+        return self.buf
+
+    def cstringio_refill(self, partialread: bytes, reqlen: int) -> BytesIO:
+        need = reqlen - len(partialread)
+        while len(self.data) - self.end < need:
+            chunk = self.sock.recv(max(READ_BUFFER, need))
+            if not chunk:
+                raise TTransportException(
+                    TTransportException.END_OF_FILE, "the metastore closed the connection"
+                )
+            self.data += chunk
+        fresh = bytes(self.data[self.end :])
+        self.end = len(self.data)
+        self.buf = BytesIO(partialread + fresh)
+        return self.buf
+
+    def read(self, sz: int) -> bytes:
+        ret = self.buf.read(sz)
+        if len(ret) < sz:
+            self.cstringio_refill(ret, sz)
+            ret = self.buf.read(sz)
+        return ret
+
+    def consumed(self) -> int:
+        """Bytes of ``data`` the decoder has consumed."""
+        return self.end - (self.buf.getbuffer().nbytes - self.buf.tell())
 
 
 def read_raw_message(transport: Any, sock: socket.socket) -> bytes:
     """Read one whole reply message from ``sock`` as bytes (what ``transport`` already buffered
-    first). Each attempt skips the message in C; reads double in size, so a large reply costs a few
-    skips, never a decode. Raises TTransportException at end of stream, OSError on timeout."""
-    data = bytearray(transport.cstringio_buf.read())  # bytes the transport already buffered
-    while True:
-        if data:
-            end = message_end(bytes(data))
-            if end is not None:
-                if end < len(data):  # never in request/response, but do not lose bytes
-                    transport._TBufferedTransport__rbuf = BytesIO(bytes(data[end:]))
-                return bytes(data[:end])
-        chunk = sock.recv(max(READ_BUFFER, len(data)))
-        if not chunk:
-            raise TTransportException(TTransportException.END_OF_FILE, "the metastore closed the connection")
-        data += chunk
+    first): the C decoder skips over it in one pass, building nothing. Raises
+    TTransportException at end of stream, OSError on timeout."""
+    rec = _Recorder(sock, transport.cstringio_buf.read())
+    proto = TBinaryProtocol.TBinaryProtocolAccelerated(rec)
+    proto.readMessageBegin()
+    proto._fast_decode(_Skip(), proto, [_Skip, ()])
+    proto.readMessageEnd()
+    end = rec.consumed()
+    if end < len(rec.data):  # never in request/response, but do not lose bytes
+        transport._TBufferedTransport__rbuf = BytesIO(bytes(rec.data[end:]))
+    return bytes(rec.data[:end])
 
 
 class Connection:
