@@ -685,7 +685,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     quick = args.quick
     return Settings(
         partitions=args.partitions or (100 if quick else 1000),
-        seconds=args.seconds or (0.6 if quick else 6.0),
+        seconds=args.seconds or (1.5 if quick else 6.0),
         clients=args.clients,
         procs=args.procs,
         reps=args.reps or (100 if quick else 2000),
@@ -705,7 +705,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--partitions", type=int, default=0, help="partitions of table p (default 1000; quick 100)"
     )
     ap.add_argument(
-        "--seconds", type=float, default=0, help="seconds per concurrent case (default 6; quick 0.6)"
+        "--seconds", type=float, default=0, help="seconds per concurrent case (default 6; quick 1.5)"
     )
     ap.add_argument("--clients", type=int, default=32, help="concurrent clients (default 32)")
     ap.add_argument("--procs", type=int, default=4, help="client processes the clients are spread over (4)")
