@@ -644,3 +644,25 @@ def test_reads_needing_no_rewrite_are_relayed_undecoded(
     assert c.get_table("eu_sales", "orders").dbName == "eu_sales"  # renamed: not relayed
     assert relayed[-1] == "get_table" and len(relayed) == 4
     c.drop_database("relay_db", True, True)
+
+
+def test_readme_example_configuration_is_valid(tmp_path: Path) -> None:
+    """The full mesh.yaml example in the README validates (and keeps meaning what it says)."""
+    import re
+
+    import yaml
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Federation") :]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block is not None
+    cfg = FederationConfig.model_validate(yaml.safe_load(block.group(1)))
+    assert cfg.proxy.database_resolution.value == "prefixed"
+    assert [(m.name, m.database_prefix) for m in cfg.federated] == [
+        ("eu", "eu_"),
+        ("lake", "lake_"),
+        ("scratch", "scratch_"),
+    ]
+    assert cfg.federated[0].ssh_tunnel is not None and cfg.federated[0].mapped_tables == {
+        "sales": ["orders", "line.*"]
+    }
