@@ -7,8 +7,8 @@ from hive_metastore.ttypes import MetaException, NoSuchObjectException
 
 from hivemesh.config import ConfigError, load_config
 from hivemesh.metastore import paths
-from hivemesh.metastore.base import matches_pattern, validate_name
-from hivemesh.thrift.names import parse_db_name, qualify_db_name
+from hivemesh.metastore.base import validate_name
+from hivemesh.thrift.names import matches_pattern, parse_db_name, qualify_db_name
 
 
 @pytest.mark.parametrize(

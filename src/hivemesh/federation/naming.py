@@ -1,22 +1,10 @@
 """Database and table names between clients and members: prefixes, aliases, mapped databases and
-tables, Hive name patterns, and the database references inside view text."""
+tables, and the database references inside view text."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-
-
-def hive_pattern(pattern: str | None) -> re.Pattern[str]:
-    """A Hive name pattern (``*`` any characters, ``|`` alternatives, case-insensitive; Hive
-    ``MetaStoreUtils`` / ObjectStore) as a compiled regex matching whole names."""
-    if pattern is None or pattern == "":
-        return re.compile(r".*", re.S)
-    alts = []
-    for alt in pattern.split("|"):
-        alt = alt.strip()
-        alts.append("".join(".*" if ch == "*" else re.escape(ch) for ch in alt))
-    return re.compile("(?:" + "|".join(alts) + r")\Z", re.I | re.S)
 
 
 def _compile(regexes: Iterable[str] | None) -> list[re.Pattern[str]] | None:

@@ -37,7 +37,7 @@ from hivemesh.federation.access import AccessDeniedError, denied
 from hivemesh.federation.compat import FALLBACKS
 from hivemesh.federation.config import DatabaseResolution, ProxySettings
 from hivemesh.federation.members import Member, MemberUnavailableError, Session, unavailable
-from hivemesh.federation.naming import hive_pattern, rewrite_view_text
+from hivemesh.federation.naming import rewrite_view_text
 from hivemesh.federation.rewrite import (
     Collector,
     Renamer,
@@ -47,6 +47,7 @@ from hivemesh.federation.rewrite import (
     split_catalog,
     strip_default_catalog,
 )
+from hivemesh.thrift.names import matches_pattern
 from hivemesh.thrift.server import connection
 
 log = logging.getLogger("hivemesh.federation.router")
@@ -278,8 +279,8 @@ class Federation(ThriftHiveMetastore.Iface):
             local_db = split_catalog(client_db)[1].lower()
             extra = self.links.tables_in(local_db)
             if method == "get_tables" and extra:
-                pat = hive_pattern(args[1] if len(args) > 1 else None)
-                extra = [t for t in extra if pat.match(t)]
+                pattern = args[1] if len(args) > 1 else None
+                extra = [t for t in extra if matches_pattern(t, pattern)]
             out = sorted(set(out) | set(extra))
         return out
 
@@ -474,12 +475,10 @@ class Federation(ThriftHiveMetastore.Iface):
 
     def get_databases(self, pattern: str) -> list[str]:
         """Databases matching a Hive pattern, from every available member."""
-        pat = hive_pattern(pattern)
-        return [d for d in self._all_databases() if pat.match(d)]
+        return [d for d in self._all_databases() if matches_pattern(d, pattern)]
 
     def get_table_meta(self, db_patterns: str, tbl_patterns: str, tbl_types: list[str]) -> list[Any]:
         """Table metadata from every member (deadline ``table_meta_timeout_ms``)."""
-        db_pat = hive_pattern(db_patterns)
 
         def args_for(m: Member) -> tuple[Any, ...] | None:
             if not m.names.renames:
@@ -505,7 +504,7 @@ class Federation(ThriftHiveMetastore.Iface):
                 if m.names.renames:
                     meta.tableName = m.names.table_out(real_db, meta.tableName)
                     meta.dbName = m.names.db_out(real_db)
-                if db_pat.match(meta.dbName):
+                if matches_pattern(meta.dbName, db_patterns):
                     out.append(meta)
         return out
 

@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -39,20 +38,6 @@ MAX_NAME_LENGTH = 128  # DBS.NAME and the other identifier columns of Hive's sch
 def validate_name(name: str | None) -> bool:
     """Hive's MetaStoreUtils.validateName: ASCII letters, digits and underscore, at most 128 long."""
     return bool(name) and len(name) <= MAX_NAME_LENGTH and bool(_NAME.match(name))
-
-
-@lru_cache(maxsize=1024)
-def _pattern_regex(pattern: str) -> re.Pattern[str]:
-    alts = [p.strip() for p in pattern.split("|")]
-    star = re.escape("*")
-    return re.compile("|".join("(?:" + re.escape(p).replace(star, ".*") + ")" for p in alts), re.IGNORECASE)
-
-
-def matches_pattern(name: str, pattern: str | None) -> bool:
-    """Hive metastore name patterns: ``*`` any characters, ``|`` alternatives, case-insensitive."""
-    if pattern is None or pattern in ("", "*", ".*"):
-        return True
-    return _pattern_regex(pattern).fullmatch(name) is not None
 
 
 def env_props(environment_context: object) -> dict[str, str]:

@@ -14,9 +14,9 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.metastore import events, paths
-from hivemesh.metastore.base import CatalogBase, matches_pattern, now_s, validate_name
+from hivemesh.metastore.base import CatalogBase, now_s, validate_name
 from hivemesh.metastore.schema import DATABASE_PARAMS, DBS, FUNCS, TBLS
-from hivemesh.thrift.names import db_ref, parse_db_name
+from hivemesh.thrift.names import db_ref, matches_pattern, parse_db_name
 
 DEFAULT_DB = "default"
 

@@ -14,9 +14,9 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.metastore import events
-from hivemesh.metastore.base import CatalogBase, matches_pattern, now_s, validate_name
+from hivemesh.metastore.base import CatalogBase, now_s, validate_name
 from hivemesh.metastore.schema import DBS, FUNC_RU, FUNCS
-from hivemesh.thrift.names import db_ref
+from hivemesh.thrift.names import db_ref, matches_pattern
 
 
 class FunctionMixin(CatalogBase):

@@ -20,9 +20,9 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.metastore import events, fast_stats, paths, rows
-from hivemesh.metastore.base import CatalogBase, Tx, env_props, matches_pattern, now_s, validate_name
+from hivemesh.metastore.base import CatalogBase, Tx, env_props, now_s, validate_name
 from hivemesh.metastore.schema import DBS, PARTITION_KEYS, PARTITIONS, SDS, TAB_COL_STATS, TABLE_PARAMS, TBLS
-from hivemesh.thrift.names import db_ref, parse_db_name
+from hivemesh.thrift.names import db_ref, matches_pattern, parse_db_name
 
 MANAGED, EXTERNAL, VIEW = "MANAGED_TABLE", "EXTERNAL_TABLE", "VIRTUAL_VIEW"
 DDL_TIME = "transient_lastDdlTime"

@@ -1,6 +1,10 @@
-"""Catalog-qualified database names of Hive 3+ (``@cat#db``) and name normalisation."""
+"""Catalog-qualified database names of Hive 3+ (``@cat#db``), name normalisation and Hive name
+patterns."""
 
 from __future__ import annotations
+
+import re
+from functools import lru_cache
 
 from hive_metastore.ttypes import MetaException
 
@@ -44,3 +48,17 @@ def db_ref(db: str | None, catalog: str | None = None) -> str | None:
     """The database name to resolve: ``@catalog#db`` when a catalog is given (request structs
     carry ``catName``), else ``db`` as it came (it may itself be ``@cat#db``)."""
     return qualify_db_name(catalog, db) if catalog else db
+
+
+@lru_cache(maxsize=1024)
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    alts = [p.strip() for p in pattern.split("|")]
+    star = re.escape("*")
+    return re.compile("|".join("(?:" + re.escape(p).replace(star, ".*") + ")" for p in alts), re.IGNORECASE)
+
+
+def matches_pattern(name: str, pattern: str | None) -> bool:
+    """Hive metastore name patterns: ``*`` any characters, ``|`` alternatives, case-insensitive."""
+    if pattern is None or pattern in ("", "*", ".*"):
+        return True
+    return _pattern_regex(pattern).fullmatch(name) is not None

@@ -68,9 +68,8 @@ from hive_metastore.ttypes import (
     UnknownTableException,
 )
 
-from hivemesh.metastore.base import matches_pattern
 from hivemesh.metastore.paths import escape_path_name, split_part_name
-from hivemesh.thrift.names import DEFAULT_CATALOG, parse_db_name
+from hivemesh.thrift.names import DEFAULT_CATALOG, matches_pattern, parse_db_name
 
 log = logging.getLogger("hivemesh.federation.glue")
 
