@@ -53,6 +53,11 @@ class MotoGlue:
 
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
         self._server.start()
+        # moto keeps its backends per process, not per server: start every server empty, so a
+        # test module does not see what an earlier one created
+        import urllib.request
+
+        urllib.request.urlopen(urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST"))
         return self
 
     def stop(self) -> None:
