@@ -26,6 +26,12 @@ _CREATE = frozenset({"create_database", "create_catalog"})
 _WRITE_LOCKS = frozenset({LockType.SHARED_WRITE, LockType.EXCL_WRITE, LockType.EXCLUSIVE})
 
 
+def is_read(method: str) -> bool:
+    """True for calls that only read: safe to retry after a transport error, sent to a primary's
+    read-only endpoint, relayable."""
+    return method.startswith((*_READ_PREFIXES, "getStatus")) or method == "isPartitionMarkedForEvent"
+
+
 def is_write(method: str) -> bool:
     """True for calls that change metadata (refused on read-only members)."""
     return method not in _NEUTRAL and not method.startswith(_READ_PREFIXES)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -282,15 +282,6 @@ class FederationConfig(BaseModel):
             # Waggle Dance allows a primary prefix; we keep the primary's names as they are
             raise ValueError("primary: database_prefix is not supported; the primary's names are kept")
         return self
-
-
-def member_kind(m: MemberConfig) -> Literal["thrift", "embedded", "glue"]:
-    """Which connector serves the member."""
-    if m.embedded is not None:
-        return "embedded"
-    if m.glue_config is not None:
-        return "glue"
-    return "thrift"
 
 
 def load_federation_config(path: str | os.PathLike[str], **overrides: Any) -> FederationConfig:

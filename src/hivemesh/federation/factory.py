@@ -31,7 +31,7 @@ def thrift_catalog(
     compact: bool = False,
 ) -> ThriftCatalog:
     """A Thrift connector, through an SSH tunnel when ``ssh`` is given."""
-    resolver = None
+    tunnel = None
     if ssh is not None:
         from hivemesh.federation.connectors.ssh import SshTunnel
 
@@ -44,19 +44,14 @@ def thrift_catalog(
             timeout_ms=ssh.timeout_ms,
             strict_host_key_checking=ssh.strict_host_key_checking,
         )
-        resolver = tunnel.forward
-    cat = ThriftCatalog(
+    return ThriftCatalog(
         list(uris),
         connect_timeout_s=connect_timeout_s,
         call_timeout_s=call_timeout_s,
         framed=framed,
         compact=compact,
-        resolver=resolver,
+        tunnel=tunnel,
     )
-    if ssh is not None:
-        cat.describe = lambda: f"{','.join(uris)} via ssh {ssh.route}"  # type: ignore[method-assign]
-        cat.close = tunnel.close  # type: ignore[method-assign]
-    return cat
 
 
 def glue_catalog(cfg: GlueConfig) -> DirectCatalog:

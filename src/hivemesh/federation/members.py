@@ -17,19 +17,11 @@ from typing import Any
 
 from hive_metastore.ttypes import MetaException
 
-from hivemesh.federation.access import AccessRules
+from hivemesh.federation.access import AccessRules, is_read
 from hivemesh.federation.connectors.thrift import TRANSPORT_ERRORS, Connection, ThriftCatalog
 from hivemesh.federation.naming import NameMap
 
 log = logging.getLogger("hivemesh.federation.members")
-
-# reads are retried once on a new connection after a transport error; writes are not
-_READ_PREFIXES = ("get_", "list_", "show_", "check_", "fetch_", "find_", "partition_name_", "getStatus")
-
-
-def is_read(method: str) -> bool:
-    """True for calls that only read (safe to retry, allowed on read-only members)."""
-    return method.startswith(_READ_PREFIXES) or method in ("isPartitionMarkedForEvent", "get_config_value")
 
 
 class MemberUnavailableError(Exception):
@@ -138,10 +130,6 @@ class Member:
         return MemberUnavailableError(
             f"hivemesh proxy: {self.describe()} is unavailable ({self.last_error}; down for {since:.0f} s)"
         )
-
-    def ping(self, timeout_s: float) -> None:
-        """Health check; raises when the member does not answer."""
-        self.catalog.ping(timeout_s)
 
     # ------------------------------------------------------------------ calls
     @property

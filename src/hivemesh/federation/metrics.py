@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -146,7 +145,3 @@ class HealthServer:
         if self.httpd is not None:
             self.httpd.shutdown()
             self.httpd.server_close()
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)

@@ -224,7 +224,7 @@ class MethodPlan:
     """Where a method's arguments carry names: ``db_args`` [(index, paired table index or None)],
     ``struct_args`` [(index, how)], and how to visit its result (``result``)."""
 
-    __slots__ = ("name", "db_args", "struct_args", "table_args", "result")
+    __slots__ = ("name", "db_args", "struct_args", "result")
 
     def __init__(self, name: str):
         self.name = name
@@ -232,15 +232,12 @@ class MethodPlan:
         spec = [f for f in (getattr(args_cls, "thrift_spec", None) or ()) if f]
         index = {f[2]: i for i, f in enumerate(spec)}
         self.db_args: list[tuple[int, int | None]] = []
-        self.table_args: list[int] = []
         self.struct_args: list[tuple[int, tuple[str, Any]]] = []
         for i, f in enumerate(spec):
             fname, ftype = f[2], f[1]
             if ftype == TType.STRING and (fname in _ARG_DB or (fname == "name" and name in _DB_AS_NAME)):
                 tbl = next((index[t] for t in _ARG_TABLE_OF.get(fname, ()) if t in index), None)
                 self.db_args.append((i, tbl))
-                if tbl is not None:
-                    self.table_args.append(tbl)
             elif ftype in (TType.STRUCT, TType.LIST, TType.SET, TType.MAP):
                 how = _elem_plan(ftype, f[3])
                 if how:

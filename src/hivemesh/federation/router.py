@@ -25,7 +25,6 @@ from hive_metastore import ThriftHiveMetastore
 from hive_metastore.ttypes import (
     AlreadyExistsException,
     GetAllFunctionsResponse,
-    InvalidObjectException,
     MetaException,
     NoSuchObjectException,
 )
@@ -33,7 +32,7 @@ from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport import TTransport
 
-from hivemesh.federation.access import AccessDeniedError, denied
+from hivemesh.federation.access import AccessDeniedError, denied, is_read
 from hivemesh.federation.compat import FALLBACKS
 from hivemesh.federation.config import DatabaseResolution, ProxySettings
 from hivemesh.federation.members import Member, MemberUnavailableError, Session, unavailable
@@ -712,8 +711,6 @@ for _name in dir(ThriftHiveMetastore.Iface):
         continue
     setattr(Federation, _name, _txn(_name) if _name in _TXN_METHODS else _generic(_name))
 
-from hivemesh.federation.members import is_read  # noqa: E402
-
 _MERGED = {"get_all_databases", "get_databases", "get_table_meta", "get_all_functions", "set_ugi"}
 Federation.relay_methods = frozenset(
     n
@@ -726,4 +723,4 @@ Federation.relay_methods = frozenset(
 )
 """Reads whose replies may be relayed undecoded (see :meth:`Federation.relay`)."""
 
-__all__ = ["Federation", "Registry", "InvalidObjectException"]
+__all__ = ["Federation", "Registry"]

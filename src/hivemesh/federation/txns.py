@@ -36,7 +36,6 @@ from hive_metastore.ttypes import (
 
 from hivemesh.acid.snapshots import ValidTxnList
 from hivemesh.federation.access import AccessDeniedError, denied
-from hivemesh.federation.rewrite import split_catalog
 
 if TYPE_CHECKING:
     from hivemesh.federation.members import Member
@@ -389,8 +388,3 @@ class TxnRouter:
         member, local = self._decode(rqst.lockid)
         rqst.lockid = local
         self.fed.call_member(member, "unlock", [rqst])
-
-
-def txn_db(name: str) -> str:
-    """The plain database part of a possibly ``@cat#db`` name."""
-    return split_catalog(name)[1]

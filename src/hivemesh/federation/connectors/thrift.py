@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import select
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from io import BytesIO
 from typing import Any
 
@@ -27,9 +27,6 @@ log = logging.getLogger("hivemesh.federation.thrift")
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (TTransportException, OSError, EOFError)
 
 READ_BUFFER = 64 * 1024  # bytes per socket read: a 1,000-partition answer is ~0.7 MB
-
-Resolver = Callable[[str, int], tuple[str, int]]
-"""Maps a metastore's (host, port) to the address to dial (an SSH tunnel's local end)."""
 
 
 class _Skip:
@@ -161,7 +158,8 @@ class ThriftCatalog:
     """Connections to one metastore: ``uris`` tried in order (``thrift://host:port``).
 
     ``connect_timeout_s`` bounds opening a connection; ``call_timeout_s`` is the socket timeout of
-    calls. ``resolver`` (an SSH tunnel's ``forward``) gives the address to dial for a URI.
+    calls. ``tunnel`` (an :class:`~hivemesh.federation.connectors.ssh.SshTunnel`) carries the
+    connections: its ``forward(host, port)`` gives the local address to dial for a URI.
     """
 
     kind = "thrift"
@@ -174,7 +172,7 @@ class ThriftCatalog:
         call_timeout_s: float = 600.0,
         framed: bool = False,
         compact: bool = False,
-        resolver: Resolver | None = None,
+        tunnel: Any = None,
     ):
         self.uris = list(uris)
         self.endpoints = [ep for uri in self.uris for ep in parse_uris(uri)]
@@ -184,18 +182,19 @@ class ThriftCatalog:
         self.call_timeout_s = call_timeout_s
         self.framed = framed
         self.compact = compact
-        self.resolver = resolver
+        self.tunnel = tunnel
 
     def describe(self) -> str:
-        """The URIs, for messages."""
-        return ",".join(self.uris)
+        """The URIs (and the SSH route), for messages."""
+        uris = ",".join(self.uris)
+        return f"{uris} via ssh {self.tunnel.route}" if self.tunnel is not None else uris
 
     def connect(self) -> Connection:
         """Open a connection to the first endpoint that answers. Raises the last transport error."""
         last: BaseException | None = None
         for host, port in self.endpoints:
             try:
-                dial_host, dial_port = self.resolver(host, port) if self.resolver else (host, port)
+                dial_host, dial_port = self.tunnel.forward(host, port) if self.tunnel else (host, port)
                 sock = TSocket.TSocket(dial_host, dial_port)
                 sock.setTimeout(int(self.connect_timeout_s * 1000))
                 sock.open()
@@ -241,4 +240,6 @@ class ThriftCatalog:
             conn.close()
 
     def close(self) -> None:
-        """Nothing pooled here: connections belong to client sessions."""
+        """Close the SSH tunnel, if any (connections belong to client sessions)."""
+        if self.tunnel is not None:
+            self.tunnel.close()
