@@ -235,6 +235,7 @@ class _LoadClient(threading.Thread):
         self.conns: dict[tuple[str, int], ThriftClient] = {}
 
     def run(self) -> None:
+        """Thread body: run each queued case on this thread's connections until a None arrives."""
         while True:
             case = self.cases.get()
             if case is None:
@@ -391,6 +392,7 @@ class LoadGenerator:
         }
 
     def close(self) -> None:
+        """Stop the load generator's client processes (a None to each, join, kill after 10 s)."""
         for p in self.pipes:
             try:
                 p.send(None)
@@ -420,10 +422,12 @@ class RssSampler:
             self._sample()
 
     def start(self) -> None:
+        """Start sampling RSS every 50 ms in a daemon thread."""
         self._sample()
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop sampling; ``peak`` holds each process's peak RSS, bytes."""
         self._stop.set()
         self._thread.join()
         self._sample()

@@ -29,9 +29,11 @@ class _LazyGroup(click.Group):
     lazy = {"acid": "hivemesh.acid.cli:acid", "remote": "hivemesh.federation.remote_cli:remote"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        """The eager subcommands and the lazily imported ones, sorted."""
         return sorted([*super().list_commands(ctx), *self.lazy])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The subcommand ``cmd_name``, importing its module first if it is a lazy one."""
         if cmd_name in self.lazy:
             import importlib
 

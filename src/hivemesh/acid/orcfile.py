@@ -117,23 +117,28 @@ class _TypeParser:
         self.pos = 0
 
     def fail(self, what: str) -> ValueError:
+        """A ValueError naming what was expected and where in the type string."""
         return ValueError(f"bad Hive type {self.text!r} at {self.pos}: {what}")
 
     def skip_ws(self) -> None:
+        """Skip blanks."""
         while self.pos < len(self.text) and self.text[self.pos].isspace():
             self.pos += 1
 
     def expect(self, ch: str) -> None:
+        """Consume ``ch`` (after blanks); ValueError if something else is there."""
         self.skip_ws()
         if not self.text.startswith(ch, self.pos):
             raise self.fail(f"expected {ch!r}")
         self.pos += 1
 
     def peek(self) -> str:
+        """The next non-blank character ('' at the end), not consumed."""
         self.skip_ws()
         return self.text[self.pos] if self.pos < len(self.text) else ""
 
     def word(self) -> str:
+        """A type keyword (letters, digits, '_'), lower-cased."""
         self.skip_ws()
         m = _WORD.match(self.text, self.pos)
         if not m:
@@ -142,6 +147,7 @@ class _TypeParser:
         return m.group(0).lower()
 
     def number(self) -> int:
+        """A non-negative decimal integer."""
         self.skip_ws()
         m = _NUMBER.match(self.text, self.pos)
         if not m:
@@ -150,6 +156,7 @@ class _TypeParser:
         return int(m.group(0))
 
     def field_name(self) -> str:
+        """A struct field name, plain or in backquotes (returned without them)."""
         self.skip_ws()
         if self.peek() == "`":
             end = self.text.find("`", self.pos + 1)
@@ -165,6 +172,7 @@ class _TypeParser:
         return m.group(0)
 
     def params(self) -> list[int]:
+        """Comma-separated integers up to the closing parenthesis (the ``10,2)`` of ``decimal(10,2)``)."""
         out = [self.number()]
         while self.peek() == ",":
             self.pos += 1
@@ -173,6 +181,7 @@ class _TypeParser:
         return out
 
     def parse_type(self) -> str:
+        """One Hive type (recursively for array, map, struct, uniontype), as ORC's type string."""
         name = self.word()
         if name in ("double", "timestamp"):  # two- and four-word names
             rest = self.text[self.pos :].lower()
@@ -488,17 +497,21 @@ class _CountingStream:
 
     @property
     def closed(self) -> bool:
+        """True once closed (file-object protocol)."""
         return bool(self._f.closed)
 
     def write(self, data: bytes) -> int:
+        """Write ``data`` and count its bytes; returns the number written."""
         self._f.write(data)
         self.n += len(data)
         return len(data)
 
     def flush(self) -> None:
+        """Flush the underlying file."""
         self._f.flush()
 
     def close(self) -> None:
+        """Close the underlying file."""
         self._f.close()
 
 

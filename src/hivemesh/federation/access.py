@@ -64,6 +64,7 @@ class AccessRules:
 
     @property
     def read_only(self) -> bool:
+        """True for READ_ONLY members."""
         return self.mode is AccessControl.READ_ONLY
 
     def writable(self, db: str | None) -> bool:

@@ -90,6 +90,8 @@ class HealthPoller:
             self.on_round()
 
     def start(self) -> HealthPoller:
+        """Poll in a daemon thread every ``interval_s`` (the first round at once)."""
+
         def run() -> None:
             while True:
                 try:
@@ -104,5 +106,6 @@ class HealthPoller:
         return self
 
     def stop(self) -> None:
+        """Stop polling (a running round is abandoned)."""
         self._stop.set()
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -98,6 +98,7 @@ class Member:
 
     @property
     def is_thrift(self) -> bool:
+        """True for members reached over Thrift (their connections live in sessions)."""
         return isinstance(self.catalog, ThriftCatalog)
 
     def describe(self) -> str:
@@ -126,6 +127,7 @@ class Member:
         self.last_error = None
 
     def unavailable_error(self) -> MemberUnavailableError:
+        """The error calls routed to this member get while it is down: names it, its last error and for how long."""
         since = time.time() - self.changed_at
         return MemberUnavailableError(
             f"hivemesh proxy: {self.describe()} is unavailable ({self.last_error}; down for {since:.0f} s)"

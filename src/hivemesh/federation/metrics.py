@@ -142,6 +142,7 @@ class HealthServer:
         return self.httpd.server_address[1]
 
     def stop(self) -> None:
+        """Stop serving HTTP."""
         if self.httpd is not None:
             self.httpd.shutdown()
             self.httpd.server_close()

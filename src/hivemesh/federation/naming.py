@@ -95,28 +95,35 @@ class LinkNameMap(NameMap):
         self.renames = True
 
     def owns(self, client_db: str) -> str | None:
+        """The remote database for the link's local database name, else None."""
         return self.remote_db if client_db.lower() == self.local_db else None
 
     def exposes(self, real_db: str) -> bool:
+        """Only the linked remote database is exposed."""
         return real_db.lower() == self.remote_db
 
     def db_in(self, client_db: str) -> str:
+        """Local database name -> remote database name."""
         return self.remote_db if client_db.lower() == self.local_db else client_db
 
     def db_out(self, real_db: str) -> str:
+        """Remote database name -> local database name."""
         if real_db is not None and real_db.lower() == self.remote_db:
             return self.local_db
         return real_db
 
     def table_visible(self, real_db: str, table: str) -> bool:
+        """A table link exposes its remote table only; a database link every table."""
         return self.remote_table is None or table.lower() == self.remote_table
 
     def table_in(self, real_db: str, client_table: str) -> str:
+        """Local table name -> remote table name (table links)."""
         if self.local_table is not None and client_table.lower() == self.local_table:
             return self.remote_table or client_table
         return client_table
 
     def table_out(self, real_db: str, real_table: str) -> str:
+        """Remote table name -> local table name (table links)."""
         if (
             self.remote_table is not None
             and real_table is not None

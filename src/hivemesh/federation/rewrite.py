@@ -63,12 +63,15 @@ class Renamer:
     it was before renaming), ``view(text)`` -> text. Defaults keep everything."""
 
     def db(self, name: str) -> str:
+        """A database name as it should be sent on."""
         return name
 
     def table(self, db: str, table: str) -> str:
+        """A table name of database ``db`` (as it was before renaming) as it should be sent on."""
         return table
 
     def view(self, text: str) -> str:
+        """View SQL text with its database references renamed."""
         return text
 
 
@@ -80,10 +83,12 @@ class Collector(Renamer):
         self.tables: list[tuple[str, str]] = []
 
     def db(self, name: str) -> str:
+        """Record ``name`` and keep it."""
         self.dbs.append(name)
         return name
 
     def table(self, db: str, table: str) -> str:
+        """Record ``(db, table)`` and keep the name."""
         self.tables.append((db, table))
         return table
 

@@ -74,9 +74,11 @@ class Registry:
 
     @property
     def members(self) -> list[Member]:
+        """The primary, then the federated members in file order."""
         return [self.primary, *self.federated]
 
     def member(self, name: str) -> Member | None:
+        """The configured member called ``name``, else None."""
         return next((m for m in self.members if m.name == name), None)
 
 
@@ -87,12 +89,15 @@ class _In(Renamer):
         self.m = member
 
     def db(self, name: str) -> str:
+        """Client name (possibly ``@cat#db``) -> the member's real name (default catalog dropped)."""
         return strip_default_catalog(name, self.m.names.db_in)
 
     def table(self, db: str, table: str) -> str:
+        """Client table name -> the member's table name."""
         return self.m.names.table_in(split_catalog(db)[1], table)
 
     def view(self, text: str) -> str:
+        """View text with client database names -> the member's names."""
         names = self.m.names
         if not names.renames:
             return text
@@ -109,12 +114,15 @@ class _Out(Renamer):
         self.known = member.databases | ({call_db} if call_db else set())
 
     def db(self, name: str) -> str:
+        """The member's database name -> the client's name."""
         return self.m.names.db_out(name)
 
     def table(self, db: str, table: str) -> str:
+        """The member's table name -> the client's name."""
         return self.m.names.table_out(db, table)
 
     def view(self, text: str) -> str:
+        """View text with the member's database names -> the client's names."""
         return rewrite_view_text(text, lambda q: self.m.names.db_out(q) if q in self.known else None)
 
 

@@ -57,6 +57,7 @@ class ProxyService:
 
     @property
     def uri(self) -> str:
+        """``thrift://host:port`` of the running proxy."""
         assert self.server is not None, "not started"
         return f"thrift://{self.server.host}:{self.server.port}"
 

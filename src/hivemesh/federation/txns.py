@@ -74,6 +74,7 @@ class TxnRouter:
     # ------------------------------------------------------------------ helpers
     @property
     def primary(self) -> Member:
+        """The primary member (txns are opened there)."""
         return self.fed.registry.primary
 
     def _member_by_index(self, index: int) -> Member:

@@ -65,10 +65,12 @@ class Zone:
 
     @property
     def db_url(self) -> str:
+        """SQLAlchemy URL of the zone's SQLite store."""
         return f"sqlite:///{self.directory / 'metastore.db'}"
 
     @property
     def warehouse(self) -> Path:
+        """The zone's warehouse directory."""
         return self.directory / "warehouse"
 
 

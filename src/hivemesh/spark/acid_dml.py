@@ -191,6 +191,7 @@ class _TaskFiles:
 
     # -- feeding
     def feed(self, batch: pa.RecordBatch) -> None:
+        """Write one Arrow batch's rows into the bucket files of their partitions (and delete deltas for updates and deletes)."""
         if batch.num_rows == 0:
             return
         from hivemesh.acid.writer import partition_value_text
@@ -307,11 +308,13 @@ class _TaskFiles:
         )
 
     def close(self) -> list[dict[str, Any]]:
+        """Close every open file; returns one record per file written (kind, partition, values, path, rows)."""
         self._close_insert()
         self._close_delete()
         return self.results
 
     def discard(self) -> None:
+        """Close and delete every file written (the task failed)."""
         for w in (self.insert_writer, self.delete_writer):
             if w is not None:
                 try:
@@ -368,6 +371,8 @@ class _Statement:
         self.locations: set[str] = set()  # partition locations outside the default paths
 
     def compression(self) -> str:
+        """The files' compression, lower case: ``orc.compress`` (default zlib), or for insert-only
+        Parquet tables ``parquet.compression`` (default snappy)."""
         params = self.table.parameters or {}
         if self.insert_only and self.file_format == "parquet":
             return params.get("parquet.compression", "snappy").lower()
@@ -395,6 +400,7 @@ class _Statement:
         log.info("%s %s: txn %s, write id %s", self.op, self.full_name, self.txn, self.write_id)
 
     def spec(self, partition_locations: dict[str, str] | None = None) -> _Spec:
+        """What executors need to write this operation's files: mode, write id, statement id, schema, locations."""
         assert self.write_id is not None
         return _Spec(
             mode=self.op,
@@ -605,6 +611,7 @@ class _Statement:
         _remove_write_dirs(self.table.sd.location, len(self.partition_keys), self.write_id, self.locations)
 
     def close(self) -> None:
+        """Stop heartbeating and close the metastore connection."""
         if self.heartbeater is not None:
             self.heartbeater.stop()
         self.client.close()

@@ -606,6 +606,7 @@ class _Listener:
             ).start()
 
     def close(self) -> None:
+        """Stop accepting (the accept loop ends) and wait for it, up to 5 s."""
         self._closed = True
         _close_socket(self.sock)  # shutdown wakes the blocked accept() on Linux
         self._thread.join(timeout=5)
@@ -621,6 +622,7 @@ class _Forward:
         self._closed = False
 
     def run(self) -> None:
+        """Pump bytes both ways until both directions have ended (half-closes honoured), then close."""
         up = threading.Thread(target=self._local_to_channel, name="ssh-tunnel-up", daemon=True)
         up.start()
         self._channel_to_local()
@@ -653,6 +655,7 @@ class _Forward:
             self.close()
 
     def close(self) -> None:
+        """Close the local socket and the channel (idempotent)."""
         with self._lock:
             if self._closed:
                 return

@@ -50,9 +50,11 @@ class _Recorder(TTransport.TTransportBase, TTransport.CReadableTransport):
 
     @property
     def cstringio_buf(self) -> BytesIO:
+        """The buffer the C decoder reads from."""
         return self.buf
 
     def cstringio_refill(self, partialread: bytes, reqlen: int) -> BytesIO:
+        """A new buffer: ``partialread`` and at least ``reqlen`` bytes in all, received and recorded."""
         need = reqlen - len(partialread)
         while len(self.data) - self.end < need:
             chunk = self.sock.recv(max(READ_BUFFER, need))
@@ -67,6 +69,7 @@ class _Recorder(TTransport.TTransportBase, TTransport.CReadableTransport):
         return self.buf
 
     def read(self, sz: int) -> bytes:
+        """Up to ``sz`` bytes (exactly ``sz`` unless the stream ends), recorded (pure-Python reads)."""
         ret = self.buf.read(sz)
         if len(ret) < sz:
             self.cstringio_refill(ret, sz)
