@@ -33,7 +33,7 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.metastore.schema import CDS, PARTITIONS, SDS, SERDES, TBLS
-from tests.conftest import PG_ADMIN_URL, PG_SKIP_REASON, make_pg_database, postgres_available
+from tests.conftest import PG_SKIP_REASON, make_pg_database, pg_admin_url, postgres_available
 from tests.support.servers import HivemeshProcess, ThriftClient
 
 DEADLINE_S = 120.0
@@ -52,7 +52,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     try:
         yield url
     finally:
-        eng = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+        eng = sa.create_engine(pg_admin_url(), isolation_level="AUTOCOMMIT")
         with eng.connect() as c:
             c.execute(sa.text(f'DROP DATABASE IF EXISTS "{sa.make_url(url).database}" WITH (FORCE)'))
         eng.dispose()

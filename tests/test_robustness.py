@@ -48,7 +48,7 @@ from thrift.transport import TSocket, TTransport
 from hivemesh.metastore.handler import LocalMetastore
 from hivemesh.thrift.processor import implemented_methods
 from hivemesh.thrift.server import _SocketTransport
-from tests.conftest import PG_ADMIN_URL, PG_SKIP_REASON, make_pg_database, postgres_available
+from tests.conftest import PG_SKIP_REASON, make_pg_database, pg_admin_url, postgres_available
 from tests.support.servers import HivemeshProcess, ThriftClient
 
 DEADLINE_S = 60.0
@@ -187,7 +187,7 @@ def _client(
 
 
 def _drop_pg_database(url: str) -> None:
-    eng = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    eng = sa.create_engine(pg_admin_url(), isolation_level="AUTOCOMMIT")
     try:
         with eng.connect() as c:
             c.execute(sa.text(f'DROP DATABASE IF EXISTS "{sa.make_url(url).database}" WITH (FORCE)'))

@@ -1,4 +1,4 @@
-"""The ``hivemesh`` command: ``metastore``, ``proxy``, ``remote``, ``quickstart``, ``acid``."""
+"""The ``hivemesh`` command: ``metastore``, ``proxy``, ``remote``, ``quickstart``, ``acid``, ``jars``."""
 
 from __future__ import annotations
 
@@ -26,7 +26,11 @@ class _LazyGroup(click.Group):
     """Imports a subcommand's module only when that subcommand runs (``hivemesh acid`` pulls in
     pyarrow: ~60 MB a long-running proxy or metastore should not carry)."""
 
-    lazy = {"acid": "hivemesh.acid.cli:acid", "remote": "hivemesh.federation.remote_cli:remote"}
+    lazy = {
+        "acid": "hivemesh.acid.cli:acid",
+        "jars": "hivemesh.jvm.cli:jars",
+        "remote": "hivemesh.federation.remote_cli:remote",
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """The eager subcommands and the lazily imported ones, sorted."""

@@ -1,0 +1,175 @@
+"""The JVM artifacts hivemesh uses, declared once and pinned: each bundle is a set of Maven Central
+coordinates fetched together (with their dependencies) into one cache directory.
+
+Tests, benchmarks and the library (``hivemesh.spark.session(..., delta=True)``) all resolve a
+bundle through :func:`hivemesh.jvm.resolve`; nothing else names a version. Users point hivemesh at
+their own copies with ``HIVEMESH_JARS_<BUNDLE>`` (see :func:`hivemesh.jvm.resolve`).
+
+Versions (checked against Maven Central on 2026-11-24):
+
+- Hive 4: 4.2.0 is the newest 4.x whose metastore runs from Maven Central: its server classes ship
+  inside ``hive-exec`` (``hive-standalone-metastore-server`` was last published as 4.0.1), its
+  ``DbNotificationListener`` in ``hive-hcatalog-server-extensions`` (published for 4.2.0 only, built
+  for Java 21). The schema comes from 4.0.1's ``bin`` tarball (``schematool`` and its scripts):
+  Hive's upgrade scripts from 4.0.0 to 4.2.0 change nothing but the version row.
+- Hive streaming: ``hive-streaming`` was last published as 3.1.3 (Hive 4 did not publish it), so the
+  real streaming writer is Hive 3.1.3's, with ``hive-exec`` of the same version.
+- Delta Lake for Spark: 4.4.0 (newest on Maven Central), built for Spark 4.2: hence PySpark 4.2.
+- Trino: 476, the newest ``trino-server`` tarball on Maven Central; it needs Java 24 or later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["BUNDLES", "Bundle"]
+
+HIVE4_VERSION = "4.2.0"
+HIVE4_SCHEMA_VERSION = "4.0.1"
+HIVE4_HADOOP_VERSION = "3.4.1"
+HIVE_STREAMING_VERSION = "3.1.3"
+DELTA_VERSION = "4.4.0"
+TRINO_VERSION = "476"
+
+# Dependencies Maven cannot resolve from Central or that would clash with the bundle's own logging.
+_COMMON_EXCLUSIONS = (
+    "jdk.tools:jdk.tools",  # a JDK 8 system-path artifact named by old Hadoop poms
+    "org.slf4j:slf4j-reload4j",  # Hadoop's SLF4J binding; the Hive bundles bind log4j2
+    "org.slf4j:slf4j-log4j12",
+    "org.pentaho:pentaho-aggdesigner-algorithm",  # only on a retired third-party repository
+)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """One cache entry: jars copied with their runtime dependencies, and/or archives unpacked.
+
+    ``dependencies``: ``group:artifact:version`` (optionally ``:type[:classifier]``), each copied
+    into ``lib/`` with its runtime dependencies; ``intransitive``: the same, without dependencies
+    (a jar that only adds classes to a runtime the bundle already has). ``archives``: ``group:artifact:version:type:classifier``
+    unpacked into ``dist/`` (``archive_includes``: Ant-style patterns to unpack, all when empty).
+    ``exclusions``: ``group:artifact`` left out everywhere (``*`` allowed as the artifact).
+    ``java``: the lowest Java major version the bundle runs on.
+    """
+
+    name: str
+    description: str
+    dependencies: tuple[str, ...] = ()
+    intransitive: tuple[str, ...] = ()
+    archives: tuple[str, ...] = ()
+    archive_includes: tuple[str, ...] = ()
+    exclusions: tuple[str, ...] = _COMMON_EXCLUSIONS
+    java: int = 17
+    approx_mb: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def env_var(self) -> str:
+        """The variable that points hivemesh at the user's own copy, e.g. ``HIVEMESH_JARS_DELTA``."""
+        return "HIVEMESH_JARS_" + self.name.upper().replace("-", "_")
+
+
+BUNDLES: dict[str, Bundle] = {
+    b.name: b
+    for b in (
+        Bundle(
+            name="hive4-metastore",
+            description=f"Apache Hive {HIVE4_VERSION} metastore (from hive-exec) with DbNotificationListener, "
+            f"Hadoop {HIVE4_HADOOP_VERSION}, DataNucleus, Derby and the PostgreSQL JDBC driver; Hive "
+            f"{HIVE4_SCHEMA_VERSION}'s schematool and schema scripts",
+            # the metastore server classes of 4.1+ ship inside hive-exec only (no standalone server jar)
+            intransitive=(
+                f"org.apache.hive:hive-exec:{HIVE4_VERSION}",
+                f"org.apache.hive.hcatalog:hive-hcatalog-server-extensions:{HIVE4_VERSION}",
+                f"org.apache.hadoop:hadoop-hdfs:{HIVE4_HADOOP_VERSION}",  # classes create_database names
+            ),
+            dependencies=(
+                f"org.apache.hive:hive-standalone-metastore-common:{HIVE4_VERSION}",
+                "org.datanucleus:datanucleus-api-jdo:6.0.3",
+                "org.datanucleus:datanucleus-core:6.0.10",
+                "org.datanucleus:datanucleus-rdbms:6.0.10",
+                "org.datanucleus:javax.jdo:3.2.0-release",
+                "org.apache.derby:derby:10.17.1.0",
+                "org.apache.derby:derbytools:10.17.1.0",
+                "com.zaxxer:HikariCP:4.0.3",
+                f"org.apache.hadoop:hadoop-common:{HIVE4_HADOOP_VERSION}",
+                f"org.apache.hadoop:hadoop-hdfs-client:{HIVE4_HADOOP_VERSION}",
+                f"org.apache.hadoop:hadoop-mapreduce-client-core:{HIVE4_HADOOP_VERSION}",
+                "org.postgresql:postgresql:42.7.4",
+                "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
+            ),
+            # schematool and its scripts: the 4.0.1 standalone distribution (4.0 -> 4.2 changed
+            # nothing in the schema but its version row)
+            archives=(f"org.apache.hive:hive-standalone-metastore-server:{HIVE4_SCHEMA_VERSION}:tar.gz:bin",),
+            exclusions=(
+                *_COMMON_EXCLUSIONS,
+                "org.apache.hadoop:hadoop-yarn-client",
+                "org.apache.hadoop:hadoop-yarn-common",
+            ),
+            java=21,
+            approx_mb=330,
+        ),
+        Bundle(
+            name="hive-streaming",
+            description=f"Apache Hive {HIVE_STREAMING_VERSION} streaming writer (hive-streaming, "
+            "hive-exec) with Hadoop: HiveStreamingConnection",
+            dependencies=(
+                f"org.apache.hive:hive-streaming:{HIVE_STREAMING_VERSION}",
+                f"org.apache.hive:hive-exec:{HIVE_STREAMING_VERSION}",
+                "org.apache.hadoop:hadoop-common:3.1.0",
+                "org.apache.hadoop:hadoop-mapreduce-client-core:3.1.0",
+                "org.apache.hadoop:hadoop-hdfs-client:3.1.0",
+            ),
+            exclusions=(
+                *_COMMON_EXCLUSIONS,
+                "org.apache.hive:hive-llap-tez",
+                "org.apache.calcite:*",
+                "org.apache.calcite.avatica:*",
+                "org.apache.hadoop:hadoop-yarn-server-resourcemanager",
+                "org.apache.hbase:*",
+                "org.apache.spark:*",
+                "org.apache.tez:*",
+                "org.eclipse.jetty:*",
+                "org.eclipse.jetty.aggregate:*",
+            ),
+            approx_mb=120,
+        ),
+        Bundle(
+            name="delta",
+            description=f"Delta Lake {DELTA_VERSION} for Spark 4.2 (io.delta:delta-spark_2.13)",
+            dependencies=(f"io.delta:delta-spark_2.13:{DELTA_VERSION}",),
+            # Spark, Scala, Hadoop, Parquet, Jackson and logging come from PySpark's own jars.
+            exclusions=(
+                *_COMMON_EXCLUSIONS,
+                "org.apache.spark:*",
+                "org.scala-lang:*",
+                "org.apache.hadoop:*",
+                "org.apache.parquet:*",
+                "com.fasterxml.jackson.core:*",
+                "com.fasterxml.jackson.datatype:*",
+                "org.apache.logging.log4j:*",
+                "org.slf4j:*",
+                "org.xerial.snappy:*",
+                "com.github.luben:*",
+                "commons-logging:*",
+                "com.google.code.findbugs:*",
+                "javax.annotation:*",
+            ),
+            approx_mb=12,
+        ),
+        Bundle(
+            name="trino-server",
+            description=f"Trino {TRINO_VERSION} server (hive, iceberg and delta-lake connectors only)",
+            archives=(f"io.trino:trino-server:{TRINO_VERSION}:tar.gz:",),
+            archive_includes=(
+                f"trino-server-{TRINO_VERSION}/bin/**",
+                f"trino-server-{TRINO_VERSION}/lib/**",
+                f"trino-server-{TRINO_VERSION}/plugin/hive/**",
+                f"trino-server-{TRINO_VERSION}/plugin/iceberg/**",
+                f"trino-server-{TRINO_VERSION}/plugin/delta-lake/**",
+            ),
+            java=24,
+            approx_mb=820,
+        ),
+    )
+}
