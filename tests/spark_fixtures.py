@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING
 import pytest
 from hive_metastore.ttypes import Database
 
+from hivemesh.jvm import JvmArtifactError
+from hivemesh.jvm import resolve as resolve_jvm
 from hivemesh.metastore.client import MetastoreClient
 from tests.support.servers import HivemeshProcess
 from tests.support.spark_reference import SPARK_MASTER, SPARK_TEST_CONF, driver_java_options, write_log4j2
@@ -166,6 +168,13 @@ def spark(
     conf = dict(SPARK_TEST_CONF)
     conf["spark.driver.extraJavaOptions"] = driver_java_options(log4j2)  # used when the JVM starts
     conf["spark.pyspark.python"] = sys.executable
+    # Delta Lake's jars join the JVM's class path at start (they can be added no later), so that
+    # tests/test_delta_spark.py can build a Delta-enabled session in this JVM; the extension and
+    # catalog stay off here. Without them that test fails (or skips outside CI) with the reason.
+    try:
+        conf["spark.jars"] = ",".join(str(j) for j in resolve_jvm("delta").jars())
+    except JvmArtifactError:
+        pass
     session = hivemesh.spark.session(
         spark_metastore.uri,
         warehouse=str(spark_metastore.warehouse),
