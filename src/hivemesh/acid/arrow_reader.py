@@ -171,19 +171,41 @@ def original_events(
     )
 
 
+@dataclass(frozen=True)
+class OriginalFileInfo:
+    """What a reader needs from an original (pre-ACID) file's footer: ``first_row_id``, its
+    first synthesized row id (rows of the earlier files of its bucket); ``rows``, its row count;
+    ``column_names``, its top-level ORC column names (Hive matches them to the table's columns by
+    position)."""
+
+    first_row_id: int
+    rows: int
+    column_names: tuple[str, ...]
+
+
+def original_files_info(
+    location: str, originals: Sequence[DataFile], filesystem: pafs.FileSystem | None = None
+) -> list[OriginalFileInfo]:
+    """:class:`OriginalFileInfo` of each original file, same order as ``originals`` (which
+    :func:`select_files` returns in Hive's (bucket, path) order). Reads each file's footer only;
+    OSError/ArrowInvalid for unreadable files."""
+    out, seen = [], {}
+    for f in originals:
+        bucket = f.bucket_id if f.bucket_id is not None else -1
+        start = seen.get(bucket, 0)
+        orc = open_orc(_join(location, f.path), filesystem=filesystem)
+        out.append(OriginalFileInfo(start, orc.nrows, tuple(orc.schema.names)))
+        seen[bucket] = start + orc.nrows
+    return out
+
+
 def original_row_id_starts(
     location: str, originals: Sequence[DataFile], filesystem: pafs.FileSystem | None = None
 ) -> list[int]:
     """First synthesized row id of each original file (same order as ``originals``, which
     :func:`select_files` returns in Hive's (bucket, path) order): the rows of the earlier files of
     the same bucket."""
-    starts, seen = [], {}
-    for f in originals:
-        bucket = f.bucket_id if f.bucket_id is not None else -1
-        start = seen.get(bucket, 0)
-        starts.append(start)
-        seen[bucket] = start + original_row_count(_join(location, f.path), filesystem)
-    return starts
+    return [info.first_row_id for info in original_files_info(location, originals, filesystem)]
 
 
 def write_id_mask(values: pa.Array | pa.ChunkedArray, write_ids: ValidWriteIdList) -> pa.Array:

@@ -15,21 +15,46 @@ conditions are true for every insert event Hive writes, so it costs only their d
 (ArrayIndexOutOfBounds in ``OrcInputFormat.getSargColumnNames``); pyarrow in a Python data source
 cannot prune columns.
 
-Files Spark's reader cannot take are read with pyarrow on the executors (``mapInArrow``):
-original (pre-ACID) files, whose row ids are synthesized, and streaming files that may only be read
-up to their ``_flush_length``. Deleted rows are removed with a left anti join on
-``(rowId, originalTransaction, bucket, partition)``, broadcast when the delete events are small.
+Two kinds of files need more than a plain scan; neither needs Python workers (so a SparkSession
+whose executors' Python lacks pyarrow or hivemesh reads them too):
+
+* Original (pre-ACID) files are read by Spark's ORC reader with their own column names (matched to
+  the table's columns by position, as Hive does) and get Hive's synthesized ROW__ID:
+  ``originalTransaction`` 0, ``bucket`` from the file name, ``rowId`` the row's position in its
+  bucket (files of a bucket in Hive's order). Spark 4.2 has no ``_metadata.row_index`` for ORC
+  (Parquet only). Within one task a split's rows come in file order with consecutive
+  ``monotonically_increasing_id()`` values, so the position is that id minus the first id of its
+  split (``_metadata.file_block_start``), plus the rows of the file's earlier splits, plus the rows
+  of the bucket's earlier files (footers, read on the driver). The per-split first ids and counts
+  come from a second scan of the files that decodes no column (an aggregate, broadcast): no
+  shuffle of the rows. Both scans split the files alike; a row whose id falls outside its split's
+  range fails the query (``raise_error``) instead of getting a wrong id. This is built only when a
+  row id is used (``with_row_ids`` or delete deltas in that location).
+* Streaming files still open (a ``_flush_length`` side file) may be read only up to their last
+  flushed footer, and Spark's ORC reader cannot be told a length (``orc.max.file.length`` is
+  ignored by its footer read, measured). They are read on the DRIVER with pyarrow, when the
+  DataFrame is built, and handed to Spark as Arrow data (``createDataFrame``, no Python worker).
+  So these rows are fixed at construction (a consistent cut) and pass through driver memory:
+  only the open batches' files have side files. Above ``spark.hivemesh.acid.streamingDriverMaxBytes``
+  flushed bytes in total (default 64 MiB) they are read with pyarrow on the executors
+  (``mapInArrow``) instead, after :func:`require_python_workers` checked, before any job, that the
+  executors' Python can import pyarrow and hivemesh (:class:`PythonWorkersError` otherwise).
+
+Deleted rows are removed with a left anti join on ``(rowId, originalTransaction, bucket,
+partition)``, broadcast when the delete events are small.
 """
 
 from __future__ import annotations
 
+import re
+import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -50,18 +75,26 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from hivemesh.acid.arrow_reader import HIVE_TEXT_NULL, TableLayout, flush_length, original_row_id_starts
+from hivemesh.acid.arrow_reader import (
+    HIVE_TEXT_NULL,
+    TableLayout,
+    acid_events,
+    arrow_row_type,
+    flush_length,
+    original_files_info,
+)
+from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.selection import DataFile, SnapshotFiles
 from hivemesh.acid.snapshots import ValidWriteIdList
 
 PARTITION_INDEX = "__hivemesh_partition"  # joins delete events to rows of the same location
 BROADCAST_DELETES_BYTES = 256 * 1024 * 1024  # delete files up to this size are broadcast
+STREAMING_DRIVER_MAX_BYTES_CONF = "spark.hivemesh.acid.streamingDriverMaxBytes"
+STREAMING_DRIVER_MAX_BYTES = 64 * 1024 * 1024  # flushed streaming bytes read on the driver, in total
 
 
 def spark_type(hive_type: str) -> DataType:
     """The Spark type of a Hive column type (``char``/``varchar`` read as strings)."""
-    import re
-
     from pyspark.sql.types import _parse_datatype_string
 
     text = re.sub(r"\b(?:var)?char\s*\(\s*\d+\s*\)", "string", hive_type.strip(), flags=re.IGNORECASE)
@@ -171,7 +204,8 @@ def _arrow_events_schema(columns: Sequence[tuple[str, str]]) -> StructType:
 
 
 def _arrow_tasks_reader(columns: tuple[tuple[str, str], ...], out_schema_json: str):
-    """The ``mapInArrow`` function that reads original and flushed-length files on executors."""
+    """The ``mapInArrow`` function that reads original and flushed-length files on executors (the
+    fallback for streaming files too large to read on the driver)."""
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -220,6 +254,224 @@ def _use_configured_python(spark: SparkSession) -> None:
         sc.pythonExec = configured
 
 
+class PythonWorkersError(RuntimeError):
+    """The executors' Python interpreter cannot run hivemesh's Python worker code (it lacks
+    pyarrow or hivemesh, or does not start). Raised on the driver before the job that needs it."""
+
+
+_WORKERS_OK: set[tuple[str, str]] = set()  # (application id, interpreter) already checked
+_WORKER_IMPORTS = "import pyarrow, hivemesh.acid.arrow_reader"
+
+
+def _local_python_problem(python: str) -> str | None:
+    """Why ``python`` (run on this machine, as local-mode workers are) cannot import what the
+    workers need, or None."""
+    try:
+        proc = subprocess.run(
+            [python, "-c", _WORKER_IMPORTS], capture_output=True, text=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"{type(e).__name__}: {e}"
+    if proc.returncode == 0:
+        return None
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit status {proc.returncode}"
+
+
+def _cluster_python_problem(spark: SparkSession) -> str | None:
+    """Why the executors' Python cannot import what the workers need, from a one-task probe job,
+    or None."""
+
+    def probe(_: Iterator[int]) -> Iterator[str]:
+        import sys
+
+        try:
+            __import__("pyarrow")
+            __import__("hivemesh.acid.arrow_reader")
+        except Exception as e:  # reported to the driver
+            yield f"{sys.executable}: {type(e).__name__}: {e}"
+        else:
+            yield ""
+
+    try:
+        found = spark.sparkContext.parallelize([0], 1).mapPartitions(probe).collect()
+    except Exception as e:  # the worker did not even start
+        text = str(e).strip().splitlines()
+        return text[0] if text else type(e).__name__
+    return next((p for p in found if p), None)
+
+
+def require_python_workers(spark: SparkSession, purpose: str) -> None:
+    """Raise :class:`PythonWorkersError` unless Python workers of ``spark`` can import pyarrow and
+    hivemesh (``purpose``: what needs them, for the message).
+
+    The interpreter checked is ``SparkContext.pythonExec`` (``$PYSPARK_PYTHON`` when the context
+    was created, else ``python3``; see :func:`_use_configured_python`). With a ``local`` master it
+    is started once on the driver machine (no Spark job); otherwise a one-task probe job runs.
+    A success is remembered per application and interpreter, so the check costs once."""
+    sc = spark.sparkContext
+    python = str(getattr(sc, "pythonExec", None) or "python3")
+    key = (sc.applicationId, python)
+    if key in _WORKERS_OK:
+        return
+    if sc.master.startswith("local"):
+        problem = _local_python_problem(python)
+    else:
+        problem = _cluster_python_problem(spark)
+    if problem is not None:
+        raise PythonWorkersError(
+            f"{purpose} runs Python workers that need pyarrow and hivemesh, but the executors' Python "
+            f"({python}) cannot import them: {problem}. Set PYSPARK_PYTHON (before the SparkContext "
+            "starts; spark.pyspark.python under spark-submit) to an interpreter that has them, or "
+            "build the session with hivemesh.spark.session(...), which does so."
+        )
+    _WORKERS_OK.add(key)
+
+
+def _uri_path(uri: str) -> str:
+    """The path part of a location-built URI or plain path, as written (not decoded)."""
+    if "://" in uri:
+        rest = uri.split("://", 1)[1]
+        path = rest[rest.index("/") :] if "/" in rest else "/"
+    elif uri.startswith("file:"):
+        path = uri[len("file:") :]
+    else:
+        path = uri
+    return re.sub("/+", "/", path)
+
+
+def _spark_file_path(reported: str) -> str:
+    """The decoded path part of a file path as Spark reports it (``file:/a%20b/x``)."""
+    from urllib.parse import unquote, urlsplit
+
+    return re.sub("/+", "/", unquote(urlsplit(reported).path))
+
+
+def _quoted(name: str) -> Column:
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+_FILE, _START, _SEQ = "__hivemesh_file", "__hivemesh_start", "__hivemesh_seq"
+_SCHEME_AUTHORITY = r"^[A-Za-z][A-Za-z0-9+.\-]*:(//[^/]*)?"  # of a URI: "file:", "hdfs://nn:8020"
+
+
+def _original_events(
+    spark: SparkSession, loc: LocationFiles, pindex: int, columns: Sequence[tuple[str, str]], need_ids: bool
+) -> list[DataFrame]:
+    """Insert events (ACID columns + partition index) of ``loc``'s original files, read by Spark's
+    ORC reader; ``need_ids``: synthesize ``bucket`` and ``rowId`` (else 0: nothing uses them)."""
+    originals = loc.files.original_files
+    infos = original_files_info(loc.location, originals)
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, (f, info) in enumerate(zip(originals, infos, strict=True)):
+        if len(info.column_names) != len(columns):
+            raise ValueError(
+                f"{_uri(loc.location, f.path)}: {len(info.column_names)} columns, table has {len(columns)}"
+            )
+        if info.rows:
+            groups.setdefault(info.column_names, []).append(i)
+    frames = []
+    for names, members in groups.items():  # one scan per physical column naming
+        read_schema = StructType(
+            [StructField(n, spark_type(t), True) for n, (_, t) in zip(names, columns, strict=True)]
+        )
+        paths = [_uri(loc.location, originals[i].path) for i in members]
+        scan = spark.read.schema(read_schema).orc(paths)
+        row = F.struct(*[_quoted(n).alias(name) for n, (name, _) in zip(names, columns, strict=True)])
+        if not need_ids:
+            bucket, row_id, df = F.lit(0), F.lit(0), scan
+        else:
+            by_path = {_uri_path(p): i for p, i in zip(paths, members, strict=True)}
+            lookup = []
+            for reported in scan.inputFiles():
+                i = by_path.pop(_spark_file_path(reported), None)
+                if i is None:
+                    raise RuntimeError(f"cannot match the file Spark lists, {reported}, to {sorted(by_path)}")
+                bucket_id = originals[i].bucket_id if originals[i].bucket_id is not None else 0
+                key = re.sub(_SCHEME_AUTHORITY, "", reported)
+                lookup.append((key, infos[i].first_row_id, encode_bucket_property(bucket_id)))
+            if by_path:
+                raise RuntimeError(f"Spark does not list the original files {sorted(by_path)}")
+            # The nondeterministic id right above the scan keeps filters from being pushed below
+            # it: partition index << 33 + the row's index in its task, so consecutive within a split.
+            df = scan.select(
+                "*",
+                # Spark spells a file "file:/x" here and "file:///x" in inputFiles(): key on the path
+                F.regexp_replace(F.col("_metadata.file_path"), _SCHEME_AUTHORITY, "").alias(_FILE),
+                F.col("_metadata.file_block_start").alias(_START),
+                F.monotonically_increasing_id().alias(_SEQ),
+            )
+            # Per split (file, block start): its first id and row count, from a second scan that
+            # decodes no column; the splits before it in the file give its first position.
+            splits = df.groupBy(_FILE, _START).agg(
+                F.min(_SEQ).alias("__hivemesh_first_seq"), F.count(F.lit(1)).alias("__hivemesh_n")
+            )
+            earlier = F.sum("__hivemesh_n").over(Window.partitionBy(_FILE).orderBy(_START))
+            splits = splits.withColumn("__hivemesh_before", earlier - F.col("__hivemesh_n"))
+            starts = spark.createDataFrame(
+                lookup, f"{_FILE} string, __hivemesh_first long, __hivemesh_bucket int"
+            )
+            df = df.join(F.broadcast(splits.join(starts, _FILE)), [_FILE, _START])
+            bucket = F.col("__hivemesh_bucket")
+            offset = F.col(_SEQ) - F.col("__hivemesh_first_seq")
+            # Both scans split the files alike (same relation, same settings); if they ever did
+            # not, ids fall outside their split's range: fail rather than return wrong row ids.
+            row_id = F.when(
+                (offset >= 0) & (offset < F.col("__hivemesh_n")),
+                F.col("__hivemesh_first") + F.col("__hivemesh_before") + offset,
+            ).otherwise(F.raise_error(F.lit("hivemesh: original file splits differ between scans")))
+        frames.append(
+            df.select(
+                F.lit(0).cast("int").alias("operation"),
+                F.lit(0).cast("long").alias("originalTransaction"),
+                bucket.cast("int").alias("bucket"),
+                row_id.cast("long").alias("rowId"),
+                F.lit(0).cast("long").alias("currentTransaction"),
+                row.alias("row"),
+                F.lit(pindex).alias(PARTITION_INDEX),
+            )
+        )
+    return frames
+
+
+def _streaming_driver_max_bytes(spark: SparkSession) -> int:
+    value = spark.conf.get(STREAMING_DRIVER_MAX_BYTES_CONF, None)
+    return STREAMING_DRIVER_MAX_BYTES if value in (None, "") else int(value)
+
+
+def _streaming_events(
+    spark: SparkSession, tasks: list[dict[str, Any]], columns: Sequence[tuple[str, str]]
+) -> DataFrame:
+    """Events (ACID columns + partition index) of streaming files cut at their flushed length:
+    read on the driver (pyarrow, now) up to the configured total, else on the executors."""
+    out_schema = _arrow_events_schema(columns)
+    total = sum(t["length"] for t in tasks)
+    if total <= _streaming_driver_max_bytes(spark):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        target = to_arrow_schema(out_schema, timezone="UTC", prefers_large_types=False)
+        row_type = arrow_row_type(columns)
+        parts = []
+        for t in tasks:
+            events = acid_events(t["path"], row_type, length=t["length"])
+            events = events.append_column(
+                PARTITION_INDEX, pa.array([t["pindex"]] * events.num_rows, pa.int32())
+            )
+            parts.append(
+                pa.Table.from_arrays(
+                    [events.column(i).cast(target.field(i).type) for i in range(events.num_columns)],
+                    schema=target,
+                )
+            )
+        return spark.createDataFrame(pa.concat_tables(parts) if parts else target.empty_table(), out_schema)
+    _use_configured_python(spark)
+    require_python_workers(spark, f"reading {len(tasks)} streaming file(s) ({total} flushed bytes)")
+    task_df = spark.createDataFrame(
+        tasks, "kind string, path string, length long, bucket_id int, first_row_id long, pindex int"
+    ).repartition(min(len(tasks), spark.sparkContext.defaultParallelism))
+    return task_df.mapInArrow(_arrow_tasks_reader(tuple(columns), out_schema.json()), out_schema)
+
+
 def _partition_literals(partition_cols: Sequence[tuple[str, str]], values: Sequence[str]) -> list[Column]:
     cols = []
     for (name, hive_type), value in zip(partition_cols, values, strict=True):
@@ -241,8 +493,13 @@ def snapshot_dataframe(
     columns; with ``with_row_ids`` first ``originalTransaction``, ``bucket``, ``rowId`` (Hive's
     ROW__ID, needed to delete or update rows; full ACID only).
 
-    ``layout``: the table's columns and kind (full ACID or insert-only, file format). Nothing is
-    read here: Spark reads when the DataFrame is evaluated."""
+    ``layout``: the table's columns and kind (full ACID or insert-only, file format). Spark reads
+    the files when the DataFrame is evaluated, except streaming files cut at their flushed length
+    (read here, on the driver, up to ``spark.hivemesh.acid.streamingDriverMaxBytes``; see the
+    module doc). Original files' footers are read here (row counts, column names). No Python
+    worker runs unless the streaming files exceed that limit; then :class:`PythonWorkersError` is
+    raised here when the executors' Python lacks pyarrow or hivemesh. ValueError when an original
+    file's column count differs from the table's."""
     if layout.insert_only:
         if with_row_ids:
             raise ValueError("insert-only tables have no row ids (ROW__ID)")
@@ -252,41 +509,31 @@ def snapshot_dataframe(
     file_schema = acid_file_schema(columns)
     inserts: list[DataFrame] = []
     deletes: list[DataFrame] = []
-    arrow_tasks: list[dict[str, Any]] = []
+    stream_tasks: list[dict[str, Any]] = []
     delete_bytes = 0
     needs_filter = False
     for pindex, loc in enumerate(locations):
         plain: list[str] = []
-        starts = original_row_id_starts(loc.location, loc.files.original_files)
-        for f, first_row in zip(loc.files.original_files, starts, strict=True):
-            bucket = f.bucket_id if f.bucket_id is not None else 0
-            path = _uri(loc.location, f.path)
-            arrow_tasks.append(
-                {
-                    "kind": "original",
-                    "path": path,
-                    "length": None,
-                    "bucket_id": bucket,
-                    "first_row_id": first_row,
-                    "pindex": pindex,
-                }
-            )
+        if loc.files.original_files:
+            need_ids = with_row_ids or bool(loc.files.delete_files)
+            inserts.extend(_original_events(spark, loc, pindex, columns, need_ids))
         for f in loc.files.data_files:
             if f.directory is None:  # original files are also listed here; read above
                 continue
             needs_filter = needs_filter or f.write_id_filter
             length = flush_length(loc.location, f)
             if length is not None:
-                arrow_tasks.append(
-                    {
-                        "kind": "acid",
-                        "path": _uri(loc.location, f.path),
-                        "length": length,
-                        "bucket_id": 0,
-                        "first_row_id": 0,
-                        "pindex": pindex,
-                    }
-                )
+                if length > 0:  # 0: no footer flushed yet, nothing readable
+                    stream_tasks.append(
+                        {
+                            "kind": "acid",
+                            "path": _uri(loc.location, f.path),
+                            "length": length,
+                            "bucket_id": 0,
+                            "first_row_id": 0,
+                            "pindex": pindex,
+                        }
+                    )
             else:
                 plain.append(_uri(loc.location, f.path))
         if plain:
@@ -309,14 +556,8 @@ def snapshot_dataframe(
                     F.lit(pindex).alias("d_p"),
                 )
             )
-    if arrow_tasks:
-        _use_configured_python(spark)
-        out_schema = _arrow_events_schema(columns)
-        tasks = spark.createDataFrame(
-            arrow_tasks, "kind string, path string, length long, bucket_id int, first_row_id long, pindex int"
-        ).repartition(min(len(arrow_tasks), spark.sparkContext.defaultParallelism))
-        arrow_df = tasks.mapInArrow(_arrow_tasks_reader(tuple(columns), out_schema.json()), out_schema)
-        inserts.append(arrow_df.filter(F.col("operation") != 2))
+    if stream_tasks:
+        inserts.append(_streaming_events(spark, stream_tasks, columns).filter(F.col("operation") != 2))
     if not inserts:
         empty = spark.createDataFrame(
             [], StructType([*file_schema.fields, StructField(PARTITION_INDEX, IntegerType())])
