@@ -7,7 +7,6 @@ PostgreSQL.
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Iterator
 
@@ -28,9 +27,7 @@ from hivemesh.metastore.partition_filter import (
     referenced_keys,
     to_sqlalchemy,
 )
-
-PG_URL = os.environ.get("HIVEMESH_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-PG_SKIP = "needs PostgreSQL at 127.0.0.1:5432; CI always has it"
+from tests.conftest import PG_SKIP_REASON, pg_admin_url, postgres_available
 
 
 def num(key: str, op: str, value: str) -> Comparison:
@@ -516,12 +513,9 @@ def connection(request: pytest.FixtureRequest) -> Iterator[sa.Connection]:
     if request.param == "sqlite":
         engine = sa.create_engine("sqlite://")
     else:
-        engine = sa.create_engine(PG_URL, connect_args={"connect_timeout": 3})
-        try:
-            engine.connect().close()
-        except Exception:
-            engine.dispose()
-            pytest.skip(PG_SKIP)
+        if not postgres_available():
+            pytest.skip(PG_SKIP_REASON)
+        engine = sa.create_engine(pg_admin_url(), connect_args={"connect_timeout": 3})
     with engine.connect() as conn:
         yield conn
     engine.dispose()
