@@ -653,7 +653,7 @@ def test_txn_messages_fields_and_decoding() -> None:
     assert isinstance(m, events.CommitTxn) and m.txn_id == 9 and m.writes == writes
 
     b = json.loads(events.abort_txn_message(9, ["d"]))
-    assert set(b) == HEAD | {"txnid", "timestamp", "dbsUpdated"} and b["dbsUpdated"] == ["d"]
+    assert set(b) == HEAD | {"txnid", "timestamp", "dbsUpdated", "writeIds"} and b["dbsUpdated"] == ["d"]
 
     pairs = [TxnToWriteId(5, 1), TxnToWriteId(6, 2)]
     text = events.alloc_write_id_message("d", "t", pairs)

@@ -62,9 +62,13 @@ HIVE4_CONF = {
     "metastore.housekeeping.threads.on": "false",
     "metastore.metrics.enabled": "false",
     # The schema is 4.0.1's (schematool, Hive's own DDL, transaction tables included); what 4.1/4.2
-    # added to the JDO model (CATALOG_PARAMS...) DataNucleus adds on first use.
+    # added to the object model (the CATALOG_PARAMS table) DataNucleus creates during a first,
+    # bootstrap start (see Hive4Metastore.start): it must be off when serving, since the metastore's
+    # background threads run with it off and would reset the persistence layer under running calls.
     "metastore.schema.verification": "false",
-    "datanucleus.schema.autoCreateAll": "true",
+    # The metadata transformer (Hive's HMS translation layer for clients without capabilities)
+    # refuses ACID tables from clients that declare none, as our Python clients; off.
+    "metastore.metadata.transformer.class": " ",
     "metastore.server.min.threads": "4",
     "hive.metastore.disallow.incompatible.col.type.changes": "true",
     "datanucleus.autoStartMechanismMode": "ignored",
@@ -196,7 +200,11 @@ class Hive4Metastore:
             **HIVE4_CONF,
             **self.hive_conf,
         }
-        (self.conf_dir / "metastore-site.xml").write_text(_site_xml(props), encoding="utf-8")
+        # the same settings under both names: the metastore reads metastore-site.xml, the HiveConf
+        # of its background threads hive-site.xml (with differing DataNucleus settings they reset
+        # the persistence manager factory under running calls)
+        for name in ("metastore-site.xml", "hive-site.xml"):
+            (self.conf_dir / name).write_text(_site_xml(props), encoding="utf-8")
         (self.conf_dir / "metastore-log4j2.properties").write_text(
             _LOG4J2.replace("{level}", self.log_level), encoding="utf-8"
         )
@@ -256,7 +264,19 @@ class Hive4Metastore:
         began = time.monotonic()
         if not (self.base_dir / ".schema").exists():
             self.init_schema()
+            saved = dict(self.hive_conf)
+            self.hive_conf["datanucleus.schema.autoCreateAll"] = "true"
+            try:  # the bootstrap start: DataNucleus adds what 4.2's model has beyond 4.0's schema
+                self._serve(timeout)
+            finally:
+                self.stop()
+                self.hive_conf = saved
             (self.base_dir / ".schema").write_text("ok\n")
+        self._serve(timeout)
+        self.startup_seconds = time.monotonic() - began
+        return self
+
+    def _serve(self, timeout: float) -> None:
         self.port = free_port("")
         self._write_conf()
         env = {**os.environ, "METASTORE_HOME": str(self._home())}
@@ -274,8 +294,7 @@ class Hive4Metastore:
             try:
                 with ThriftClient(self.host, self.port, timeout_ms=5_000) as client:
                     client.get_all_databases()
-                self.startup_seconds = time.monotonic() - began
-                return self
+                return
             except Exception as e:
                 last = e
                 time.sleep(0.3)

@@ -566,10 +566,19 @@ def commit_txn_message(txn_id: int, writes: list[WriteEventInfo]) -> str:
     return _msg(out)
 
 
-def abort_txn_message(txn_id: int, databases: list[str]) -> str:
+def abort_txn_message(txn_id: int, databases: list[str], write_ids: list[int] | None = None) -> str:
     """ABORT_TXN (JSONAbortTxnMessage): txnid, timestamp, server, servicePrincipal, dbsUpdated
-    (Hive 4: the databases the txn wrote to)."""
-    return _msg({"txnid": txn_id, "timestamp": now_s(), **_head(), "dbsUpdated": list(databases)})
+    (Hive 4: the databases the txn wrote to) and writeIds (Hive 4: the write ids the txn was
+    allocated, which the abort makes invalid)."""
+    return _msg(
+        {
+            "txnid": txn_id,
+            "timestamp": now_s(),
+            **_head(),
+            "dbsUpdated": list(databases),
+            "writeIds": list(write_ids or []),
+        }
+    )
 
 
 def alloc_write_id_message(db: str, table: str, txn_to_write_ids: list[TxnToWriteId]) -> str:

@@ -17,11 +17,11 @@ from hive_metastore.ttypes import (
     ConfigValSecurityException,
     GetCatalogResponse,
     GetCatalogsResponse,
-    MetaException,
     NoSuchObjectException,
 )
 
 from hivemesh import __version__
+from hivemesh.metastore.conformance import ConformanceMixin
 from hivemesh.metastore.databases import DEFAULT_DB, DatabaseMixin
 from hivemesh.metastore.functions import FunctionMixin
 from hivemesh.metastore.locks import LockMixin
@@ -39,6 +39,7 @@ HIVE_VERSION = "4.0.0"  # the Hive IDL this metastore speaks (reported by getVer
 
 
 class LocalMetastore(
+    ConformanceMixin,
     DatabaseMixin,
     TableMixin,
     PartitionMixin,
@@ -146,12 +147,6 @@ class LocalMetastore(
         if name.startswith(("hive.", "hdfs.", "mapred.", "metastore.")):
             return defaultValue
         raise ConfigValSecurityException(f"For security reasons, the config key {name} cannot be accessed")
-
-    def getMetaConf(self, key: str) -> str:  # noqa: N802
-        """A metastore setting; MetaException for unknown keys."""
-        if key in self.conf:
-            return self.conf[key]
-        raise MetaException(f"Invalid configuration key {key}")
 
     # ---------------------------------------------------------------- catalogs
     def get_catalogs(self) -> GetCatalogsResponse:

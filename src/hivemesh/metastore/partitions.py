@@ -180,6 +180,7 @@ class PartitionMixin(CatalogBase):
         if not new_parts:
             return []
         for p in new_parts:  # Hive's fast stats for partitions added over existing directories
+            p.lastAccessTime = p.lastAccessTime or 0  # returned as stored, as Hive does (not unset)
             if fast_stats.require_cal_stats(env, False, None, p.parameters, partition=True):
                 loc = p.sd.location if p.sd else None
                 fast_stats.update_fast(p.parameters, loc, env, new_dir=not paths.exists(loc), force=False)
@@ -226,7 +227,7 @@ class PartitionMixin(CatalogBase):
                     sd=rows.stored_sd(p.sd, list(cols_cache[key])),
                     parameters=rows.stored_params(p.parameters),
                     catName=info.cat,
-                    writeId=row["WRITE_ID"],
+                    writeId=row["WRITE_ID"] or -1,  # as get_partitions answers (Hive 4: -1, none)
                 )
             )
         table = self._event_table(conn, info)

@@ -522,7 +522,7 @@ def _partitions(
                 sd=_sd_from_row(t[4:], ch, cache),
                 parameters=params.get((PART_PARAM, pid), {}),
                 catName=cat,
-                writeId=t[3],
+                writeId=t[3] if t[3] and t[3] > 0 else -1,  # Hive 4 sends -1 for "no write id"
             )
         )
     return out

@@ -17,6 +17,7 @@ from hive_metastore.ttypes import (
     PrincipalType,
     Table,
     TableMeta,
+    UnknownDBException,
 )
 
 from hivemesh.metastore import events, fast_stats, paths, rows
@@ -244,16 +245,29 @@ class TableMixin(CatalogBase):
         return GetTableResult(table=self.get_table(db, req.tblName), isStatsCompliant=None)
 
     def get_table_objects_by_name(self, dbname: str, tbl_names: list[str]) -> list[Table]:
-        """The existing tables among ``tbl_names`` (missing names are left out, as in Hive)."""
+        """The existing tables among ``tbl_names`` (missing names are left out, as in Hive); no
+        tables for a missing database (the IDL declares no exception for this form)."""
         with self.read() as conn:
-            self.db_row(conn, dbname, exc=NoSuchObjectException)
+            try:
+                self.db_row(conn, dbname, exc=NoSuchObjectException)
+            except NoSuchObjectException:
+                return []
             return self._tables(conn, dbname, list(tbl_names or []))
 
     def get_table_objects_by_name_req(self, req: Any) -> GetTablesResult:
-        """Hive 3/4 GetTablesRequest form; no names means every table of the database."""
+        """Hive 3/4 GetTablesRequest form. An empty name list gives no tables (even for a missing
+        database, as Hive 4); a missing database raises UnknownDBException("Could not find database
+        <cat>.<db>"). No list at all (``tblNames`` unset) means every table of the database, where
+        Hive 4.2 raises InvalidOperationException ("cannot find null tables")."""
         db = db_ref(req.dbName, req.catName)
+        if req.tblNames is not None and not req.tblNames:
+            return GetTablesResult(tables=[])
         with self.read() as conn:
-            self.db_row(conn, db)
+            try:
+                self.db_row(conn, db, exc=NoSuchObjectException)
+            except NoSuchObjectException as e:
+                cat, name = self.db_name(db)
+                raise UnknownDBException(f"Could not find database {cat}.{name}") from e
             return GetTablesResult(tables=self._tables(conn, db, req.tblNames))
 
     def _table_names(self, db: str, pattern: str | None, ttype: str | None = None) -> list[str]:

@@ -371,12 +371,20 @@ class TxnMixin(CatalogBase):
 
     def _abort(self, tx, txn_id: int, replicated: bool) -> None:  # type: ignore[no-untyped-def]
         dbs = self._written_dbs(tx.conn, txn_id)
+        write_ids = [
+            int(w)
+            for w in tx.conn.execute(
+                sa.select(TXN_TO_WRITE_ID.c.T2W_WRITEID)
+                .where(TXN_TO_WRITE_ID.c.T2W_TXNID == txn_id)
+                .order_by(TXN_TO_WRITE_ID.c.T2W_WRITEID)
+            ).scalars()
+        ]
         self._end_txn(tx.conn, txn_id, ABORTED)
         tx.conn.execute(
             TXN_WRITE_NOTIFICATION_LOG.delete().where(TXN_WRITE_NOTIFICATION_LOG.c.WNL_TXNID == txn_id)
         )
         if not replicated:
-            tx.event(events.ABORT_TXN, events.abort_txn_message(txn_id, dbs), catalog=None)
+            tx.event(events.ABORT_TXN, events.abort_txn_message(txn_id, dbs, write_ids), catalog=None)
 
     def abort_txn(self, rqst) -> None:  # type: ignore[no-untyped-def]
         """AbortTxnRequest: abort an open txn and release its locks; aborting an aborted txn is a

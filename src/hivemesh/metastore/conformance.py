@@ -1,0 +1,167 @@
+"""HMS calls common clients make that answer as the real Hive 4 metastore does (checked against
+Apache Hive 4.2.0 in ``tests/test_hive4_differential.py``): the session settings ``getMetaConf`` /
+``setMetaConf``, ``get_partitions_req``, ``get_partition_values`` and ``get_table_names_by_filter``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from hive_metastore.ttypes import (
+    MetaException,
+    PartitionsResponse,
+    PartitionValuesResponse,
+    PartitionValuesRow,
+    UnknownDBException,
+)
+
+from hivemesh.metastore import partition_filter, paths
+from hivemesh.metastore.schema import DBS
+from hivemesh.thrift.names import db_ref
+from hivemesh.thrift.server import connection
+
+__all__ = ["META_CONF_DEFAULTS", "ConformanceMixin"]
+
+# Hive's "metaConf" settings: the metastore settings a client may read and change for its own
+# connection (MetastoreConf's metaConfVars), with Hive 4's defaults as getMetaConf prints them.
+META_CONF_DEFAULTS: dict[str, str] = {
+    "hive.metastore.try.direct.sql": "true",
+    "hive.metastore.try.direct.sql.ddl": "true",
+    "hive.metastore.client.socket.timeout": "600s",
+    "hive.metastore.partition.name.whitelist.pattern": "",
+    "hive.metastore.client.capability.check": "true",
+    "hive.metastore.disallow.incompatible.col.type.changes": "true",
+    "hive.metastore.expression.proxy": "org.apache.hadoop.hive.ql.optimizer.ppr.PartitionExpressionForMetastore",
+}
+# each setting also answers under its metastore.* name (Hive 3+ MetastoreConf)
+_META_ALIASES = {"metastore." + k.removeprefix("hive.metastore."): k for k in META_CONF_DEFAULTS}
+
+# get_table_names_by_filter: the filter language of Hive's ObjectStore.listTableNamesByFilter
+_PARAMS_PREFIX = "hive_filter_field_params__"
+_OWNER = "hive_filter_field_owner__"
+_LAST_ACCESS = "hive_filter_field_last_access__"
+
+
+def _meta_key(key: str) -> str:
+    name = _META_ALIASES.get(key, key)
+    if name not in META_CONF_DEFAULTS:
+        raise MetaException(f"Invalid configuration key {key}")
+    return name
+
+
+class ConformanceMixin:
+    """getMetaConf/setMetaConf, get_partitions_req, get_partition_values, get_table_names_by_filter."""
+
+    def getMetaConf(self, key: str) -> str:  # noqa: N802
+        """The connection's value of a Hive metaConf setting (``setMetaConf``), else the default.
+
+        Keys: :data:`META_CONF_DEFAULTS` (also under their ``metastore.*`` names). Raises
+        MetaException("Invalid configuration key <key>") for any other key, as Hive does.
+        """
+        name = _meta_key(key)
+        values = connection().attrs.get("meta_conf", {})
+        return values.get(name, META_CONF_DEFAULTS[name])
+
+    def setMetaConf(self, key: str, value: str) -> None:  # noqa: N802
+        """Set a metaConf setting for this connection only (Hive's session-scoped metastore conf).
+
+        Raises MetaException("Invalid configuration key <key>") for a key that is not a metaConf
+        setting. As in Hive the value is not checked. ``hive.metastore.disallow.incompatible.col.type.changes``
+        is recorded, but hivemesh does not refuse incompatible column type changes either way.
+        """
+        name = _meta_key(key)
+        connection().attrs.setdefault("meta_conf", {})[name] = "" if value is None else str(value)
+
+    def get_partitions_req(self, req: Any) -> PartitionsResponse:
+        """PartitionsRequest -> PartitionsResponse: at most ``maxParts`` partitions (-1 or unset:
+        all), ordered by name; a missing table gives no partitions (as Hive 4 answers)."""
+        db = db_ref(req.dbName, req.catName)
+        max_parts = -1 if req.maxParts is None else req.maxParts
+        try:
+            parts = self.get_partitions(db, req.tblName, max_parts)  # type: ignore[attr-defined]
+        except Exception as e:
+            if type(e).__name__ != "NoSuchObjectException":
+                raise
+            parts = []
+        return PartitionsResponse(partitions=parts)
+
+    def get_partition_values(self, request: Any) -> PartitionValuesResponse:
+        """PartitionValuesRequest -> one row per partition with the values of ``partitionKeys``.
+
+        Partitions are taken in name order, narrowed by ``filter`` (Hive's partition filter
+        language) and cut at ``maxParts``; rows repeat unless ``applyDistinct`` (default true).
+        A requested key the table does not have gives ``""`` (as Hive 4 answers). Raises
+        MetaException for a missing table or a bad filter.
+        """
+        db = db_ref(request.dbName, request.catName)
+        names = [k.name.lower() for k in request.partitionKeys or []]
+        try:
+            if request.filter:
+                parts = self.get_partitions_by_filter(db, request.tblName, request.filter, -1)  # type: ignore[attr-defined]
+                table_keys = [k.name.lower() for k in self.get_table(db, request.tblName).partitionKeys]  # type: ignore[attr-defined]
+                specs = [dict(zip(table_keys, p.values, strict=False)) for p in parts]
+            else:
+                specs = [
+                    {k.lower(): v for k, v in paths.split_part_name(n)}
+                    for n in self.get_partition_names(db, request.tblName, -1)  # type: ignore[attr-defined]
+                ]
+        except Exception as e:
+            if type(e).__name__ != "NoSuchObjectException":
+                raise
+            raise MetaException(
+                f"Error retrieving partition values: table {db}.{request.tblName} not found"
+            ) from e
+        rows: list[list[str]] = []
+        seen: set[tuple[str, ...]] = set()
+        distinct = request.applyDistinct is None or request.applyDistinct
+        for spec in specs:
+            row = [spec.get(k, "") for k in names]
+            if distinct:
+                if tuple(row) in seen:
+                    continue
+                seen.add(tuple(row))
+            rows.append(row)
+            if request.maxParts is not None and 0 <= request.maxParts <= len(rows):
+                break
+        return PartitionValuesResponse(partitionValues=[PartitionValuesRow(row=r) for r in rows])
+
+    def get_table_names_by_filter(self, dbname: str, filter: str, max_tables: int) -> list[str]:  # noqa: A002
+        """Names of the tables of ``dbname`` whose parameters, owner or last access time match a
+        filter such as ``hive_filter_field_params__k = "v"``, ``hive_filter_field_owner__ like
+        "a.*"`` or ``hive_filter_field_last_access__ > 0`` (and/or/not, Hive's partition filter
+        syntax); sorted by name, at most ``max_tables`` (-1: all). Raises UnknownDBException for a
+        missing database and MetaException for a filter that does not parse or names another field.
+        """
+        try:
+            expr = partition_filter.parse_filter(filter)
+        except partition_filter.FilterError as e:
+            raise MetaException(f"Error parsing partition filter: {e}") from e
+        keys = partition_filter.referenced_keys(expr)
+        bad = sorted(k for k in keys if not k.startswith(_PARAMS_PREFIX) and k not in (_OWNER, _LAST_ACCESS))
+        if bad:
+            raise MetaException(f"Error parsing partition filter: unsupported table filter key(s) {bad}")
+        db = db_ref(dbname, None)
+        cat, dbn = self.db_name(db)  # type: ignore[attr-defined]
+        with self.read() as conn:  # type: ignore[attr-defined]
+            if (
+                conn.execute(sa.select(DBS.c.DB_ID).where(DBS.c.CTLG_NAME == cat, DBS.c.NAME == dbn)).first()
+                is None
+            ):
+                raise UnknownDBException(f"Could not find database {cat}.{dbn}")
+            tables = self.get_table_objects_by_name(db, self.get_all_tables(db))  # type: ignore[attr-defined]
+        key_types = {k: ("bigint" if k == _LAST_ACCESS else "string") for k in keys}
+        limit = -1 if max_tables is None else max_tables
+        out: list[str] = []
+        for t in sorted(tables, key=lambda t: t.tableName):
+            if 0 <= limit <= len(out):
+                break
+            values = {_OWNER: t.owner or "", _LAST_ACCESS: str(t.lastAccessTime or 0)}
+            params = t.parameters or {}
+            values.update({k: params[k.removeprefix(_PARAMS_PREFIX)] for k in keys if k.startswith(_PARAMS_PREFIX)
+                           and k.removeprefix(_PARAMS_PREFIX) in params})  # fmt: skip
+            if any(k not in values for k in keys):
+                continue  # a parameter the table does not have matches nothing (Hive's inner join)
+            if partition_filter.evaluate(expr, values, key_types):
+                out.append(t.tableName)
+        return out

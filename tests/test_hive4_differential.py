@@ -1,0 +1,399 @@
+"""Differential tests against the real Apache Hive 4.2 metastore (``tests/support/hive4.py``).
+
+One scenario of HMS Thrift calls runs against Hive 4 (on Derby and on PostgreSQL, schema by Hive's
+schematool, ``DbNotificationListener``, ACID on) and against hivemesh (on SQLite and PostgreSQL);
+the normalised answers must be equal call by call. The scenario covers what Hive 2.3 (the other
+Java peer) cannot check: transactions (open, commit, abort, heartbeat, the open-txn lists and their
+aborted bits), write ids (allocation, the ValidWriteIdList fields), locks (conflict, waiting,
+release), the notification log (event types, order, names and the keys of each decoded message)
+and the Hive 3/4 request forms and metaConf calls that third-party clients use.
+
+Normalisation: txn ids relative to the scenario's first txn, the scenario's database name as
+``{db}``, warehouse paths and times dropped. Where hivemesh differs on purpose, :data:`KNOWN` says
+why and gives both answers, so the difference stays pinned down.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hive_metastore import ttypes as T
+
+from tests.support.hive4 import Hive4Metastore
+from tests.support.servers import HivemeshProcess, ThriftClient
+
+pytestmark = pytest.mark.hive4
+
+ORC = (
+    "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+    "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+    "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+)
+STATE = T.LockState._VALUES_TO_NAMES
+LTYPE = T.LockType._VALUES_TO_NAMES
+
+
+def _sd(location: str | None = None) -> T.StorageDescriptor:
+    return T.StorageDescriptor(
+        cols=[T.FieldSchema("id", "int", None), T.FieldSchema("name", "string", "the name")],
+        location=location,
+        inputFormat=ORC[0],
+        outputFormat=ORC[1],
+        serdeInfo=T.SerDeInfo(serializationLib=ORC[2], parameters={}),
+        numBuckets=-1,
+        parameters={},
+        compressed=False,
+        bucketCols=[],
+        sortCols=[],
+    )
+
+
+def _table(
+    db: str, name: str, keys: list[str], params: dict[str, str], ttype: str = "MANAGED_TABLE"
+) -> T.Table:
+    return T.Table(
+        tableName=name,
+        dbName=db,
+        owner="alice",
+        sd=_sd(),
+        partitionKeys=[T.FieldSchema(k, "string", None) for k in keys],
+        parameters=params,
+        tableType=ttype,
+    )
+
+
+def _decode(event: T.NotificationEvent) -> dict[str, Any]:
+    """The JSON message of an event (Hive 4 sends ``gzip(json-2.0)``: base64 of gzipped JSON)."""
+    text = event.message
+    if (event.messageFormat or "").startswith("gzip"):
+        text = gzip.decompress(base64.b64decode(text)).decode()
+    return json.loads(text)
+
+
+class Recorder:
+    """Runs calls, keeping each answer (or the exception's type and message) under a label."""
+
+    def __init__(self) -> None:
+        self.out: dict[str, Any] = {}
+
+    def __call__(self, label: str, call: Callable[[], Any], message: bool = True) -> Any:
+        """``message=False`` keeps only an exception's type: its text differs between Hive
+        versions (hivemesh's follows Hive 2.3's) and clients match on the type."""
+        try:
+            value = call()
+        except T.TException as e:
+            value = f"{type(e).__name__}: {getattr(e, 'message', e)}" if message else type(e).__name__
+        self.out[label] = value
+        return value
+
+
+def scenario(c: Any, warehouse: Path) -> tuple[str, dict[str, Any]]:
+    """The scenario's database name, and the calls in order with their answers."""
+    db = "h4d_" + uuid.uuid4().hex[:8]
+    r = Recorder()
+    start = c.get_current_notificationEventId().eventId
+    c.create_database(T.Database(name=db, locationUri=f"file:{warehouse}/{db}.db", parameters={"k": "v"}))
+    acid = _table(db, "acid", ["p"], {"transactional": "true"})
+    c.create_table(acid)
+    c.create_table(_table(db, "plain", [], {"a": "2"}, "EXTERNAL_TABLE"))
+    c.create_table(_table(db, "parts", ["p", "q"], {"a": "1"}))
+
+    # --- transactions and write ids
+    ids = c.open_txns(T.OpenTxnRequest(num_txns=3, user="alice", hostname="h1")).txn_ids
+    base = ids[0]
+    r("open", lambda: [i - base for i in ids])
+    alloc = T.AllocateTableWriteIdsRequest(dbName=db, tableName="acid", txnIds=ids[:2])
+    r(
+        "allocate",
+        lambda: [(x.txnId - base, x.writeId) for x in c.allocate_table_write_ids(alloc).txnToWriteIds],
+    )
+    r(
+        "allocate again",
+        lambda: [(x.txnId - base, x.writeId) for x in c.allocate_table_write_ids(alloc).txnToWriteIds],
+    )
+
+    def open_txns() -> Any:
+        """hwm, then (txn, aborted?) for this scenario's txns (the servers are shared: earlier
+        aborted txns stay listed), and the lowest open txn; ids relative to the first txn."""
+        o = c.get_open_txns()
+        bits = o.abortedBits or b""
+        listed = [
+            (t - base, bool(bits[n // 8] >> (n % 8) & 1) if n // 8 < len(bits) else False)
+            for n, t in enumerate(o.open_txns)
+            if t >= base
+        ]
+        return (o.txn_high_water_mark - base, listed, o.min_open_txn - base)
+
+    r("open txns", open_txns)
+    r("commit 0", lambda: c.commit_txn(T.CommitTxnRequest(txnid=ids[0])))
+    r("abort 2", lambda: c.abort_txn(T.AbortTxnRequest(txnid=ids[2])))
+    r("commit aborted", lambda: c.commit_txn(T.CommitTxnRequest(txnid=ids[2])))
+    r("heartbeat aborted", lambda: c.heartbeat(T.HeartbeatRequest(txnid=ids[2])))
+    r("commit unknown", lambda: c.commit_txn(T.CommitTxnRequest(txnid=ids[2] + 10_000)).__class__)
+    r("open txns after", open_txns)
+    r(
+        "open txns info",
+        lambda: [
+            (i.id - base, i.state, i.user, i.hostname)
+            for i in c.get_open_txns_info().open_txns
+            if i.id >= base
+        ],
+    )
+    hwm = c.get_open_txns().txn_high_water_mark
+    # ValidTxnList as Hive's client writes it: hwm:minOpen:open txns:aborted txns
+    valid_txns = f"{hwm}:{ids[1]}:{ids[1]}:{ids[2]}"
+    r(
+        "valid write ids",
+        lambda: [
+            (
+                x.fullTableName.replace(db, "{db}"),
+                x.writeIdHighWaterMark,
+                x.invalidWriteIds,
+                x.minOpenWriteId,
+                x.abortedBits,
+            )
+            for x in c.get_valid_write_ids(
+                T.GetValidWriteIdsRequest(fullTableNames=[f"{db}.acid"], validTxnList=valid_txns)
+            ).tblValidWriteIds
+        ],
+    )
+
+    # --- locks: an exclusive lock makes a shared read wait until it is released
+    def lock(kind: int, op: int) -> T.LockResponse:
+        comp = T.LockComponent(
+            type=kind, level=T.LockLevel.TABLE, dbname=db, tablename="plain", operationType=op
+        )
+        return c.lock(T.LockRequest(component=[comp], user="alice", hostname="h1"))
+
+    excl = lock(T.LockType.EXCLUSIVE, T.DataOperationType.NO_TXN)
+    shared = lock(T.LockType.SHARED_READ, T.DataOperationType.SELECT)
+    r("lock states", lambda: (STATE[excl.state], STATE[shared.state]))
+    r(
+        "show locks",
+        lambda: sorted(
+            (
+                STATE[x.state],
+                LTYPE[x.type],
+                x.tablename,
+                x.txnid,
+                x.user,
+                x.hostname,
+                x.blockedByExtId is not None,
+            )
+            for x in c.show_locks(T.ShowLocksRequest(dbname=db)).locks
+        ),
+    )
+    c.unlock(T.UnlockRequest(lockid=excl.lockid))
+    r("check after unlock", lambda: STATE[c.check_lock(T.CheckLockRequest(lockid=shared.lockid)).state])
+    c.unlock(T.UnlockRequest(lockid=shared.lockid))
+    r("commit 1", lambda: c.commit_txn(T.CommitTxnRequest(txnid=ids[1])))
+
+    # --- partitions and request forms
+    for values in (["x", "1"], ["x", "2"], ["y", "1"]):
+        c.add_partition(T.Partition(values=values, dbName=db, tableName="parts", sd=_sd(), parameters={}))
+    r(
+        "append partition",
+        lambda: (lambda p: (p.values, p.writeId, p.lastAccessTime))(
+            c.append_partition(db, "parts", ["z", "9"])
+        ),
+    )
+    r(
+        "get partitions",
+        lambda: [(p.values, p.writeId, p.lastAccessTime) for p in c.get_partitions(db, "parts", -1)],
+    )
+    r(
+        "get_partitions_req",
+        lambda: [
+            (p.values, p.writeId)
+            for p in c.get_partitions_req(
+                T.PartitionsRequest(dbName=db, tblName="parts", maxParts=2)
+            ).partitions
+        ],
+    )
+    r(
+        "get_partitions_req missing table",
+        lambda: c.get_partitions_req(T.PartitionsRequest(dbName=db, tblName="nope")).partitions,
+    )
+    r(
+        "get_table_req",
+        lambda: (lambda t: (t.tableName, t.writeId, t.tableType, t.parameters.get("a")))(
+            c.get_table_req(T.GetTableRequest(dbName=db, tblName="plain")).table
+        ),
+    )
+    r(
+        "get_table_objects_by_name_req",
+        lambda: sorted(
+            (t.tableName, t.writeId)
+            for t in c.get_table_objects_by_name_req(
+                T.GetTablesRequest(dbName=db, tblNames=["acid", "plain", "nope"])
+            ).tables
+        ),
+    )
+    r(
+        "objects, missing db",
+        lambda: c.get_table_objects_by_name_req(T.GetTablesRequest(dbName=db + "_no", tblNames=["x"])),
+    )
+    r(
+        "objects, missing db, no names",
+        lambda: c.get_table_objects_by_name_req(T.GetTablesRequest(dbName=db + "_no", tblNames=[])).tables,
+    )
+
+    def get_database(**req: Any) -> Any:
+        d = c.get_database_req(T.GetDatabaseRequest(**req))
+        return (d.name, d.parameters, d.catalogName)
+
+    r("get_database_req", lambda: get_database(name=db, catalogName="hive"))
+    r("get_database_req, no catalog", lambda: get_database(name=db))
+    r("get_database_req missing", lambda: get_database(name=db + "_no", catalogName="hive"), message=False)
+    keys = [T.FieldSchema("p", "string", None)]
+    r(
+        "partition values",
+        lambda: [
+            x.row
+            for x in c.get_partition_values(
+                T.PartitionValuesRequest(dbName=db, tblName="parts", partitionKeys=keys)
+            ).partitionValues
+        ],
+    )
+    r(
+        "partition values, max 1",
+        lambda: [
+            x.row
+            for x in c.get_partition_values(
+                T.PartitionValuesRequest(dbName=db, tblName="parts", partitionKeys=keys, maxParts=1)
+            ).partitionValues
+        ],
+    )
+    r(
+        "partition values, unknown key",
+        lambda: [
+            x.row
+            for x in c.get_partition_values(
+                T.PartitionValuesRequest(
+                    dbName=db, tblName="parts", partitionKeys=[T.FieldSchema("zz", "string", None)]
+                )
+            ).partitionValues
+        ],
+    )
+    r(
+        "tables by filter, params",
+        lambda: c.get_table_names_by_filter(db, 'hive_filter_field_params__a = "2"', -1),
+    )
+    # Hive lists these in no particular order (its query has no ORDER BY); hivemesh sorts by name
+    r(
+        "tables by filter, owner",
+        lambda: sorted(c.get_table_names_by_filter(db, 'hive_filter_field_owner__ = "alice"', -1)),
+    )
+    r(
+        "tables by filter, like",
+        lambda: c.get_table_names_by_filter(db, 'hive_filter_field_params__a like "1"', -1),
+    )
+    r(
+        "tables by filter, missing db",
+        lambda: c.get_table_names_by_filter(db + "_no", 'hive_filter_field_owner__ = "x"', -1),
+    )
+
+    # --- metaConf: per-connection settings
+    for key in ("hive.metastore.try.direct.sql", "hive.metastore.client.socket.timeout", "metastore.try.direct.sql.ddl",
+                "hive.metastore.disallow.incompatible.col.type.changes", "hive.metastore.warehouse.dir", "hive.nope"):  # fmt: skip
+        r(f"getMetaConf {key}", lambda key=key: c.getMetaConf(key))
+    r("setMetaConf", lambda: c.setMetaConf("hive.metastore.client.socket.timeout", "30"))
+    r("getMetaConf after set", lambda: c.getMetaConf("hive.metastore.client.socket.timeout"))
+    r("setMetaConf not settable", lambda: c.setMetaConf("hive.metastore.warehouse.dir", "/x"))
+
+    # --- DDL errors
+    r("create existing table", lambda: c.create_table(_table(db, "plain", [], {})), message=False)
+    r(
+        "add existing partition",
+        lambda: c.add_partition(
+            T.Partition(values=["x", "1"], dbName=db, tableName="parts", sd=_sd(), parameters={})
+        ),
+        message=False,
+    )
+    r("drop missing table", lambda: c.drop_table(db, "nope", True), message=False)
+    c.drop_table(db, "plain", True)
+
+    # --- the notification log of everything above
+    events = c.get_next_notification(T.NotificationEventRequest(lastEvent=start, maxEvents=10_000)).events
+    mine = [e for e in events if e.dbName in (db, None)]
+    r("event types", lambda: [e.eventType for e in mine])
+    r(
+        "event names",
+        lambda: [(e.eventType, (e.dbName or "").replace(db, "{db}"), e.tableName, e.catName) for e in mine],
+    )
+    r("event message keys", lambda: [(e.eventType, sorted(_decode(e))) for e in mine])
+    r(
+        "event count",
+        lambda: (
+            c.get_notification_events_count(
+                T.NotificationEventsCountRequest(fromEventId=start, dbName=db)
+            ).eventsCount
+        ),
+    )
+    r("abort writeIds", lambda: [_decode(e).get("writeIds") for e in mine if e.eventType == "ABORT_TXN"])
+    # txn ids in exception messages, relative to the scenario's first txn
+    for label, value in r.out.items():
+        if isinstance(value, str):
+            r.out[label] = re.sub(r"txnid:(\d+)", lambda m: f"txnid:+{int(m.group(1)) - base}", value)
+    return db, r.out
+
+
+# Deliberate differences: label -> (why, hivemesh's answer, Hive 4.2's answer).
+KNOWN: dict[str, tuple[str, Any, Any]] = {
+    "get_table_objects_by_name_req": (
+        "a new transactional table: Hive keeps the client's writeId -1 until its first write, "
+        "hivemesh stores 0 (readers take write ids from get_valid_write_ids, not from the table)",
+        [["acid", 0], ["plain", 0]],
+        [["acid", -1], ["plain", 0]],
+    ),
+    "get_database_req, no catalog": (
+        "Hive 4.2 fails on a GetDatabaseRequest without catalogName (a NullPointerException in its "
+        "name normalisation, sent as NoSuchObjectException); hivemesh takes the default catalog",
+        ["{db}", {"k": "v"}, "hive"],
+        'NoSuchObjectException: database null.{db}: Cannot invoke "String.trim()" because "identifier" is null',
+    ),
+    "event count": (
+        "asked for one database, Hive 4 also counts the events without a database (OPEN_TXN, "
+        "COMMIT_TXN, ABORT_TXN); hivemesh counts that database's events, as get_next_notification "
+        "filters them",
+        10,
+        14,
+    ),
+}
+
+
+def _normalise(db: str, value: Any) -> Any:
+    """``value`` as JSON would give it back, with the database name ``db`` (if any) as ``{db}``."""
+    text = json.dumps(value, default=repr)
+    return json.loads(text.replace(db, "{db}") if db else text)
+
+
+@pytest.fixture(scope="module")
+def hive4_answers(hive4: Hive4Metastore) -> dict[str, Any]:
+    """The scenario's answers from Hive 4 (once per Hive 4 backend)."""
+    with ThriftClient(hive4.host, hive4.port) as c:
+        return _normalise(*scenario(c, hive4.warehouse))
+
+
+def test_hivemesh_answers_as_hive4(hive4_answers: dict[str, Any], hivemesh_server: HivemeshProcess) -> None:
+    with ThriftClient(hivemesh_server.host, hivemesh_server.port) as c:
+        ours = _normalise(*scenario(c, hivemesh_server.warehouse))
+    assert list(ours) == list(hive4_answers)
+    diffs = [
+        f"{label}:\n  hive4:    {hive4_answers[label]}\n  hivemesh: {ours[label]}"
+        for label in ours
+        if ours[label] != hive4_answers[label] and label not in KNOWN
+    ]
+    assert not diffs, f"{len(diffs)} answer(s) differ from Hive 4:\n" + "\n".join(diffs)
+    for label, (why, mine, hives) in KNOWN.items():  # the known differences are still exactly these
+        assert (ours[label], hive4_answers[label]) == (_normalise("", mine), _normalise("", hives)), (
+            f"{label}: {why}"
+        )
