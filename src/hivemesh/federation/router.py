@@ -265,7 +265,7 @@ class Federation(ThriftHiveMetastore.Iface):
         fallback = FALLBACKS.get(method)
         if fallback is not None and method in member.missing:
             old, args_of, wrap = fallback
-            return wrap(self.call_member(member, old, args_of(argv[0])))
+            return wrap(self.call_member(member, old, args_of(argv)))
         try:
             return self.call_member(member, method, argv)
         except TApplicationException as e:
@@ -274,7 +274,7 @@ class Federation(ThriftHiveMetastore.Iface):
             member.missing.add(method)
             log.info("%s has no %s; using %s", member.describe(), method, fallback[0])
             old, args_of, wrap = fallback
-            return wrap(self.call_member(member, old, args_of(argv[0])))
+            return wrap(self.call_member(member, old, args_of(argv)))
 
     def _table_list(
         self, member: Member, real_db: str, client_db: str | None, method: str, args: list[Any], names: Any
