@@ -123,8 +123,6 @@ BUNDLES: dict[str, Bundle] = {
             exclusions=(
                 *_COMMON_EXCLUSIONS,
                 "org.apache.hive:hive-llap-tez",
-                "org.apache.calcite:*",
-                "org.apache.calcite.avatica:*",
                 "org.apache.hadoop:hadoop-yarn-server-resourcemanager",
                 "org.apache.hbase:*",
                 "org.apache.spark:*",
