@@ -107,7 +107,7 @@ BUNDLES: dict[str, Bundle] = {
                 "org.apache.hadoop:hadoop-yarn-common",
             ),
             java=21,
-            approx_mb=330,
+            approx_mb=340,
         ),
         Bundle(
             name="hive-streaming",
@@ -130,7 +130,7 @@ BUNDLES: dict[str, Bundle] = {
                 "org.eclipse.jetty:*",
                 "org.eclipse.jetty.aggregate:*",
             ),
-            approx_mb=120,
+            approx_mb=160,
         ),
         Bundle(
             name="delta",
@@ -167,7 +167,7 @@ BUNDLES: dict[str, Bundle] = {
                 f"trino-server-{TRINO_VERSION}/plugin/delta-lake/**",
             ),
             java=24,
-            approx_mb=820,
+            approx_mb=570,
         ),
     )
 }

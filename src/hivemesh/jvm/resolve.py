@@ -11,14 +11,17 @@ one bundle across processes (parallel test workers, a benchmark and a test run).
 from __future__ import annotations
 
 import fcntl
+import fnmatch
 import hashlib
 import json
 import logging
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -70,17 +73,16 @@ def cache_dir() -> Path:
 
 
 def _digest(bundle: Bundle) -> str:
-    spec = json.dumps(
-        [
-            bundle.dependencies,
-            bundle.intransitive,
-            bundle.archives,
-            bundle.archive_includes,
-            bundle.exclusions,
-        ],
-        sort_keys=True,
-    )
-    return hashlib.sha256(spec.encode()).hexdigest()[:10]
+    spec: list[object] = [
+        bundle.dependencies,
+        bundle.intransitive,
+        bundle.archives,
+        bundle.archive_includes,
+        bundle.exclusions,
+    ]
+    if bundle.archives:
+        spec.insert(0, 2)  # the unpacking method (2: tarfile, which keeps hard links)
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def _coords_xml(coords: str) -> str:
@@ -100,8 +102,8 @@ def _coords_xml(coords: str) -> str:
 
 
 def pom_xml(bundle: Bundle) -> str:
-    """The Maven POM that fetches ``bundle`` (``copy-dependencies`` into ``lib``, ``unpack`` into
-    ``dist``); written into the cache entry so a user can re-run it by hand."""
+    """The Maven POM that fetches ``bundle`` (``copy-dependencies`` into ``lib``, ``copy`` of the
+    archives into ``archives``); written into the cache entry so a user can re-run it by hand."""
     exclusions = "".join(
         f"<exclusion><groupId>{escape(g)}</groupId><artifactId>{escape(a)}</artifactId></exclusion>"
         for g, _, a in (e.partition(":") for e in bundle.exclusions)
@@ -114,11 +116,9 @@ def pom_xml(bundle: Bundle) -> str:
         "</exclusion></exclusions></dependency>"
         for c in bundle.intransitive
     )
-    includes = ",".join(bundle.archive_includes)
     items = "".join(
-        f"<artifactItem>{_coords_xml(c)}<outputDirectory>${{project.basedir}}/dist</outputDirectory>"
-        + (f"<includes>{escape(includes)}</includes>" if includes else "")
-        + "</artifactItem>"
+        f"<artifactItem>{_coords_xml(c)}<outputDirectory>${{project.basedir}}/archives</outputDirectory>"
+        "</artifactItem>"
         for c in bundle.archives
     )
     group, artifact, version = _DEPENDENCY_PLUGIN.split(":")
@@ -151,6 +151,34 @@ def _mvn(pom: Path, goal: str, *args: str) -> None:
     if out.returncode != 0:
         tail = "\n".join((out.stdout + out.stderr).splitlines()[-25:])
         raise JvmArtifactError(f"Maven could not fetch bundle {pom.parent.name!r} ({goal}):\n{tail}")
+
+
+def _included(name: str, patterns: tuple[str, ...]) -> bool:
+    if not patterns:
+        return True
+    for pattern in patterns:
+        if pattern.endswith("/**"):
+            prefix = pattern[:-3]
+            if name == prefix or name.startswith(prefix + "/"):
+                return True
+        elif fnmatch.fnmatchcase(name, pattern):
+            return True
+    return False
+
+
+def _unpack(archive: Path, dest: Path, includes: tuple[str, ...]) -> None:
+    """Extract the members of a ``.tar.gz``/``.zip`` matching ``includes`` (``dir/**`` or a glob).
+    Python's tarfile, not Maven's unpack: release tarballs (Trino's) store shared jars as hard links,
+    which Maven's archiver turns into empty files; tarfile extracts a link whose target is left out
+    from the target's data."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if archive.name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(dest, [n for n in zf.namelist() if _included(n.rstrip("/"), includes)])
+        return
+    with tarfile.open(archive) as tf:
+        members = [m for m in tf.getmembers() if _included(m.name.rstrip("/"), includes)]
+        tf.extractall(dest, members, filter="tar")
 
 
 def _override(bundle: Bundle) -> ResolvedBundle | None:
@@ -207,7 +235,10 @@ def resolve(name: str, fetch: bool = True) -> ResolvedBundle:
             if bundle.dependencies or bundle.intransitive:
                 _mvn(pom, "copy-dependencies", f"-DoutputDirectory={work / 'lib'}", "-DincludeScope=runtime")
             if bundle.archives:
-                _mvn(pom, "unpack")
+                _mvn(pom, "copy")
+                for archive in sorted((work / "archives").iterdir()):
+                    _unpack(archive, work / "dist", bundle.archive_includes)
+                shutil.rmtree(work / "archives")
             (work / ".complete").write_text(time.strftime("%Y-%m-%dT%H:%M:%S\n"), encoding="utf-8")
             shutil.rmtree(home, ignore_errors=True)
             work.rename(home)
