@@ -44,6 +44,7 @@ from hive_metastore.ttypes import (
     Function,
     GetValidWriteIdsRequest,
     InsertEventRequestData,
+    InvalidOperationException,
     LongColumnStatsData,
     OpenTxnRequest,
     Partition,
@@ -647,3 +648,41 @@ def test_replay_skips_unknown_and_data_events() -> None:
     assert (res.applied, res.skipped, res.last_event_id) == (1, 2, 3)
     assert res.skipped_types == {"INSERT": 1, "NEW_KIND": 1}
     assert calls == ["abort_txn"]
+
+
+def test_replay_applies_type_changes_the_source_allowed(pair: tuple[Any, Any]) -> None:
+    """A source that allowed an incompatible column type change (``setMetaConf`` of
+    ``hive.metastore.disallow.incompatible.col.type.changes``) replicates; the target refuses the
+    same change from an ordinary client, as Hive does by default."""
+    a, b = pair
+    db = "retype_" + uuid.uuid4().hex[:6]
+    a.create_database(Database(name=db, parameters={}))
+    cols = [FieldSchema("x", "string", None), FieldSchema("y", "int", None)]
+    sd = StorageDescriptor(
+        cols=cols, serdeInfo=SerDeInfo(serializationLib="org.apache.hadoop.hive.ql.io.orc.OrcSerde")
+    )
+    a.create_table(
+        Table(tableName="t", dbName=db, sd=sd, partitionKeys=[], parameters={}, tableType="MANAGED_TABLE")
+    )
+    t = a.get_table(db, "t")
+    t.sd.cols = [FieldSchema("x", "int", None), FieldSchema("y", "int", None)]
+    with pytest.raises(InvalidOperationException, match="incompatible with the existing columns"):
+        a.alter_table(db, "t", t)
+    a.setMetaConf("hive.metastore.disallow.incompatible.col.type.changes", "false")
+    try:
+        a.alter_table(db, "t", t)
+    finally:
+        a.setMetaConf("hive.metastore.disallow.incompatible.col.type.changes", "true")
+    wh_a = a.get_config_value("hive.metastore.warehouse.dir", "")
+    wh_b = b.get_config_value("hive.metastore.warehouse.dir", "")
+    result = replay.replay(replay.read_events(a, 0), b, "retype", replay.relocator(wh_a, wh_b))
+    assert result.skipped == 0
+    assert [(c.name, c.type) for c in b.get_table(db, "t").sd.cols] == [("x", "int"), ("y", "int")]
+    # the replayer allowed such changes on its own connection (per-connection, as in Hive)
+    assert b.getMetaConf("hive.metastore.disallow.incompatible.col.type.changes") == "false"
+    b.setMetaConf("hive.metastore.disallow.incompatible.col.type.changes", "true")
+    back = b.get_table(db, "t")
+    back.sd.cols = [FieldSchema("x", "boolean", None), FieldSchema("y", "int", None)]
+    with pytest.raises(InvalidOperationException) as refused:
+        b.alter_table(db, "t", back)
+    assert refused.value.message.endswith("respective positions :\nx")

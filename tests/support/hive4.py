@@ -259,11 +259,54 @@ class Hive4Metastore:
             tail = "\n".join((out.stdout + out.stderr).splitlines()[-40:])
             raise Hive4Error(f"Hive 4 schematool -initSchema failed ({self.db_type}):\n{tail}")
 
+    def upgrade_schema(self) -> None:
+        """Bring 4.0.1's schema to what the 4.2 server expects (Hive's 4.0.0-to-4.1.0 upgrade,
+        HIVE-27725: column statistics rows are found by TBL_ID/PART_ID only, so the name columns of
+        TAB_COL_STATS and PART_COL_STATS go; without this 4.2 cannot store partition statistics).
+        The 4.1-to-4.2 step (CATALOG_PARAMS) is created by the bootstrap start."""
+        statements = [
+            'DROP INDEX "TAB_COL_STATS_IDX"',
+            'CREATE INDEX "TAB_COL_STATS_IDX" ON "TAB_COL_STATS" ("TBL_ID", "COLUMN_NAME")',
+            'DROP INDEX "PCS_STATS_IDX"',
+            'CREATE INDEX "PCS_STATS_IDX" ON "PART_COL_STATS" ("PART_ID", "COLUMN_NAME")',
+            *(f'ALTER TABLE "TAB_COL_STATS" DROP COLUMN "{c}"' for c in ("CAT_NAME", "DB_NAME", "TABLE_NAME")),
+            *(f'ALTER TABLE "PART_COL_STATS" DROP COLUMN "{c}"'
+              for c in ("CAT_NAME", "DB_NAME", "TABLE_NAME", "PARTITION_NAME")),
+        ]  # fmt: skip
+        if self.postgres_url is not None:
+            import sqlalchemy as sa
+
+            engine = sa.create_engine(self.postgres_url)
+            try:
+                with engine.begin() as conn:
+                    for sql in statements:
+                        conn.exec_driver_sql(sql.replace("DROP INDEX", "DROP INDEX IF EXISTS"))
+                    conn.exec_driver_sql('DROP INDEX IF EXISTS "TAB_COL_STATS_N49"')
+                    conn.exec_driver_sql('DROP INDEX IF EXISTS "PART_COL_STATS_N49"')
+            finally:
+                engine.dispose()
+            return
+        script = self.base_dir / "upgrade-4.0-to-4.2.sql"
+        script.write_text("".join(f"{sql};\n" for sql in statements), encoding="utf-8")
+        lib = hive4_bundle().lib
+        assert lib is not None
+        jars = [str(j) for j in sorted(lib.glob("derby*.jar"))]
+        db = self.base_dir / "metastore_db"
+        cmd = [str(find_java(21, 23)), f"-Dij.database=jdbc:derby:;databaseName={db}",
+               "-Dij.user=APP", "-Dij.password=mine", "-Dij.schema=APP",
+               "-cp", os.pathsep.join(jars), "org.apache.derby.tools.ij", str(script)]  # fmt: skip
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=self.base_dir, timeout=300)
+        if out.returncode != 0 or "ERROR" in out.stdout:
+            raise Hive4Error(
+                f"Hive 4 schema upgrade to 4.2 failed (derby):\n{out.stdout[-3000:]}{out.stderr[-2000:]}"
+            )
+
     def start(self, timeout: float = 180.0) -> Hive4Metastore:
         """Create the schema (first start only), start the metastore, wait until it answers."""
         began = time.monotonic()
         if not (self.base_dir / ".schema").exists():
             self.init_schema()
+            self.upgrade_schema()
             saved = dict(self.hive_conf)
             self.hive_conf["datanucleus.schema.autoCreateAll"] = "true"
             try:  # the bootstrap start: DataNucleus adds what 4.2's model has beyond 4.0's schema

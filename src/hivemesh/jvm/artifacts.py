@@ -10,8 +10,9 @@ Versions (checked against Maven Central on 2026-11-24):
 - Hive 4: 4.2.0 is the newest 4.x whose metastore runs from Maven Central: its server classes ship
   inside ``hive-exec`` (``hive-standalone-metastore-server`` was last published as 4.0.1), its
   ``DbNotificationListener`` in ``hive-hcatalog-server-extensions`` (published for 4.2.0 only, built
-  for Java 21). The schema comes from 4.0.1's ``bin`` tarball (``schematool`` and its scripts):
-  Hive's upgrade scripts from 4.0.0 to 4.2.0 change nothing but the version row.
+  for Java 21). The schema comes from 4.0.1's ``bin`` tarball (``schematool`` and its scripts);
+  the one schema change of 4.1/4.2 that matters (HIVE-27725: no name columns in the column
+  statistics tables) is applied by the test harness, ``tests/support/hive4.py``.
 - Hive streaming: ``hive-streaming`` was last published as 3.1.3 (Hive 4 did not publish it), so the
   real streaming writer is Hive 3.1.3's, with ``hive-exec`` of the same version.
 - Delta Lake for Spark: 4.4.0 (newest on Maven Central), built for Spark 4.2: hence PySpark 4.2.
@@ -98,8 +99,8 @@ BUNDLES: dict[str, Bundle] = {
                 "org.postgresql:postgresql:42.7.4",
                 "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
             ),
-            # schematool and its scripts: the 4.0.1 standalone distribution (4.0 -> 4.2 changed
-            # nothing in the schema but its version row)
+            # schematool and its scripts: the 4.0.1 standalone distribution (the 4.0 -> 4.2
+            # schema changes are applied by the test harness)
             archives=(f"org.apache.hive:hive-standalone-metastore-server:{HIVE4_SCHEMA_VERSION}:tar.gz:bin",),
             exclusions=(
                 *_COMMON_EXCLUSIONS,

@@ -1,27 +1,32 @@
 """HMS calls common clients make that answer as the real Hive 4 metastore does (checked against
 Apache Hive 4.2.0 in ``tests/test_hive4_differential.py``): the session settings ``getMetaConf`` /
-``setMetaConf``, ``get_partitions_req``, ``get_partition_values`` and ``get_table_names_by_filter``.
+``setMetaConf``, ``get_partitions_req``, ``get_partition_values``, ``get_table_names_by_filter`` and
+the partition marks ``markPartitionForEvent`` / ``isPartitionMarkedForEvent``.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
+    InvalidPartitionException,
     MetaException,
+    NoSuchObjectException,
     PartitionsResponse,
     PartitionValuesResponse,
     PartitionValuesRow,
     UnknownDBException,
+    UnknownTableException,
 )
 
 from hivemesh.metastore import partition_filter, paths
-from hivemesh.metastore.schema import DBS
+from hivemesh.metastore.schema import DBS, PARTITION_EVENTS
 from hivemesh.thrift.names import db_ref
 from hivemesh.thrift.server import connection
 
-__all__ = ["META_CONF_DEFAULTS", "ConformanceMixin"]
+__all__ = ["META_CONF_DEFAULTS", "ConformanceMixin", "meta_conf"]
 
 # Hive's "metaConf" settings: the metastore settings a client may read and change for its own
 # connection (MetastoreConf's metaConfVars), with Hive 4's defaults as getMetaConf prints them.
@@ -50,6 +55,16 @@ def _meta_key(key: str) -> str:
     return name
 
 
+def meta_conf(key: str) -> str:
+    """The calling connection's value of a metaConf setting (its ``setMetaConf``, else the default).
+
+    Outside a Thrift connection (in-process callers) this is the default. Raises MetaException for
+    a key that is not a metaConf setting.
+    """
+    name = _meta_key(key)
+    return connection().attrs.get("meta_conf", {}).get(name, META_CONF_DEFAULTS[name])
+
+
 class ConformanceMixin:
     """getMetaConf/setMetaConf, get_partitions_req, get_partition_values, get_table_names_by_filter."""
 
@@ -59,16 +74,14 @@ class ConformanceMixin:
         Keys: :data:`META_CONF_DEFAULTS` (also under their ``metastore.*`` names). Raises
         MetaException("Invalid configuration key <key>") for any other key, as Hive does.
         """
-        name = _meta_key(key)
-        values = connection().attrs.get("meta_conf", {})
-        return values.get(name, META_CONF_DEFAULTS[name])
+        return meta_conf(key)
 
     def setMetaConf(self, key: str, value: str) -> None:  # noqa: N802
         """Set a metaConf setting for this connection only (Hive's session-scoped metastore conf).
 
         Raises MetaException("Invalid configuration key <key>") for a key that is not a metaConf
-        setting. As in Hive the value is not checked. ``hive.metastore.disallow.incompatible.col.type.changes``
-        is recorded, but hivemesh does not refuse incompatible column type changes either way.
+        setting. As in Hive the value is not checked. ``alter_table`` on this connection honours
+        ``hive.metastore.disallow.incompatible.col.type.changes`` (``false`` allows any type change).
         """
         name = _meta_key(key)
         connection().attrs.setdefault("meta_conf", {})[name] = "" if value is None else str(value)
@@ -165,3 +178,57 @@ class ConformanceMixin:
             if partition_filter.evaluate(expr, values, key_types):
                 out.append(t.tableName)
         return out
+
+    # ---------------------------------------------------------------- partition events
+    def _event_partition(self, conn: sa.Connection, db_name: str, tbl_name: str, part_vals: dict) -> tuple:
+        """(catalog, database, table, Hive's partition string) of a marked partition; raises
+        UnknownTableException or InvalidPartitionException as Hive's ObjectStore does."""
+        db = db_ref(db_name, None)
+        try:
+            row = self.table_row(conn, db, tbl_name)  # type: ignore[attr-defined]
+        except NoSuchObjectException as e:
+            raise UnknownTableException(f"Table: {tbl_name} is not found.") from e
+        keys = self._key_names(conn, row.TBL_ID)  # type: ignore[attr-defined]
+        spec = dict(part_vals or {})
+        if len(keys) != len(spec):
+            raise InvalidPartitionException(
+                f"Number of partition columns in table: {len(keys)} doesn't match with number of "
+                f"supplied partition values: {len(spec)}"
+            )
+        values = []
+        for k in keys:
+            if spec.get(k) is None:
+                raise InvalidPartitionException(f"No value found for partition column: {k}")
+            values.append(spec[k])
+        return row.CTLG_NAME, row.DB_NAME, row.TBL_NAME, ",".join(values)
+
+    def markPartitionForEvent(self, db_name: str, tbl_name: str, part_vals: dict, eventType: int) -> None:  # noqa: N802, N803
+        """Record that the partition ``part_vals`` (``{key: value}``, every partition key) of a
+        table had ``eventType`` (PartitionEventType.LOAD_DONE) now. The partition need not exist.
+
+        Raises UnknownTableException ("Table: <t> is not found.") for a missing table or database
+        and InvalidPartitionException for a spec that does not name every partition key.
+        """
+        with self.write() as tx:  # type: ignore[attr-defined]
+            cat, db, tbl, part = self._event_partition(tx.conn, db_name, tbl_name, part_vals)
+            tx.conn.execute(
+                PARTITION_EVENTS.insert().values(
+                    CAT_NAME=cat, DB_NAME=db, TBL_NAME=tbl, PARTITION_NAME=part,
+                    EVENT_TYPE=int(eventType), EVENT_TIME=int(time.time() * 1000),
+                )
+            )  # fmt: skip
+
+    def isPartitionMarkedForEvent(self, db_name: str, tbl_name: str, part_vals: dict, eventType: int) -> bool:  # noqa: N802, N803
+        """Whether :meth:`markPartitionForEvent` recorded ``eventType`` for this partition (marks
+        never expire: Hive's ``hive.metastore.event.expiry.duration`` default 0). Raises as
+        :meth:`markPartitionForEvent`."""
+        with self.read() as conn:  # type: ignore[attr-defined]
+            cat, db, tbl, part = self._event_partition(conn, db_name, tbl_name, part_vals)
+            hit = conn.execute(
+                sa.select(PARTITION_EVENTS.c.PART_NAME_ID).where(
+                    PARTITION_EVENTS.c.CAT_NAME == cat, PARTITION_EVENTS.c.DB_NAME == db,
+                    PARTITION_EVENTS.c.TBL_NAME == tbl, PARTITION_EVENTS.c.PARTITION_NAME == part,
+                    PARTITION_EVENTS.c.EVENT_TYPE == int(eventType),
+                ).limit(1)
+            ).first()  # fmt: skip
+        return hit is not None

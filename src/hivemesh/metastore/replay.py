@@ -129,6 +129,7 @@ class Replayer:
         self.relocate = relocate or _keep
         self.user = user
         self.host = host or socket.gethostname()
+        self._types_free = False
 
     # ---------------------------------------------------------------- object rewriting
     def _db(self, db: Database) -> Database:
@@ -183,7 +184,15 @@ class Replayer:
         try:
             self.target.create_table_with_environment_context(table, _NO_STATS)
         except AlreadyExistsException:
-            self.target.alter_table_with_environment_context(table.dbName, table.tableName, table, _NO_STATS)
+            self._alter_table(table.dbName, table.tableName, table)
+
+    def _alter_table(self, db: str, name: str, table: Table) -> None:
+        """alter_table on the target, which must accept any column type change the source accepted
+        (the source may have allowed incompatible ones: ``setMetaConf`` for this connection)."""
+        if not self._types_free:
+            self.target.setMetaConf("hive.metastore.disallow.incompatible.col.type.changes", "false")
+            self._types_free = True
+        self.target.alter_table_with_environment_context(db, name, table, _NO_STATS)
 
     def _on_AlterTable(self, m: ev.AlterTable) -> None:
         before, after = m.before, self._table(m.after)
@@ -198,7 +207,7 @@ class Replayer:
                 # The source moved a table at its default location with the rename (its partitions
                 # too, without events): let the target make the same move from its own copy.
                 after.sd.location = self.relocate(before.sd.location)
-        self.target.alter_table_with_environment_context(before.dbName, before.tableName, after, _NO_STATS)
+        self._alter_table(before.dbName, before.tableName, after)
 
     def _on_DropTable(self, m: ev.DropTable) -> None:
         try:

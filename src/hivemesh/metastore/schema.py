@@ -228,6 +228,21 @@ PART_COL_STATS = sa.Table(
     sa.UniqueConstraint("PART_ID", "COLUMN_NAME", "ENGINE", name="UNIQUE_PART_COL_STATS"),
 )
 
+# markPartitionForEvent: keyed by names, not ids, and kept when the table goes (as in Hive);
+# PARTITION_NAME is the partition's values joined with ",", in partition key order.
+PARTITION_EVENTS = sa.Table(
+    "PARTITION_EVENTS",
+    metadata,
+    _id("PART_NAME_ID"),
+    sa.Column("CAT_NAME", sa.String(256), nullable=False),
+    sa.Column("DB_NAME", sa.String(128), nullable=False),
+    sa.Column("TBL_NAME", sa.String(256), nullable=False),
+    sa.Column("PARTITION_NAME", sa.String(767), nullable=False),
+    sa.Column("EVENT_TYPE", sa.Integer, nullable=False),
+    sa.Column("EVENT_TIME", sa.BigInteger, nullable=False),
+    sa.Index("PARTITIONEVENTINDEX", "PARTITION_NAME"),
+)
+
 sa.Index("TBLS_SD", TBLS.c.SD_ID)
 sa.Index("PARTITIONS_SD", PARTITIONS.c.SD_ID)
 sa.Index("FUNCS_DB", FUNCS.c.DB_ID)

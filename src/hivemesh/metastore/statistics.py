@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
+    AggrStats,
     ColumnStatistics,
     ColumnStatisticsData,
     ColumnStatisticsDesc,
@@ -25,7 +26,7 @@ from hive_metastore.ttypes import (
 from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
 from thrift.TSerialization import deserialize, serialize
 
-from hivemesh.metastore import events, paths
+from hivemesh.metastore import aggr_stats, events, paths
 from hivemesh.metastore.base import CatalogBase, now_s
 from hivemesh.metastore.schema import (
     PART_COL_STATS,
@@ -362,6 +363,51 @@ class StatisticsMixin(CatalogBase):
                 request.engine or DEFAULT_ENGINE,
             )
             return PartitionsStatsResult(partStats={names[pid]: o for pid, o in objs.items()})
+
+    def get_aggr_stats_for(self, request: Any) -> AggrStats:
+        """PartitionsStatsRequest -> AggrStats: each requested column's statistics merged over the
+        requested partitions (rules: :mod:`hivemesh.metastore.aggr_stats`), and ``partsFound``, the
+        number of those partitions that have statistics for every requested column.
+
+        No columns or no partitions requested: no statistics and ``partsFound`` 0. Partition names
+        that do not exist count as partitions without statistics. Raises NoSuchObjectException
+        for a missing table.
+        """
+        db = db_ref(request.dbName, request.catName)
+        cols = [c.lower() for c in request.colNames or []]
+        names = list(request.partNames or [])
+        with self.read() as conn:
+            row = self.table_row(conn, db, request.tblName)
+            if not cols or not names:
+                return AggrStats(colStats=[], partsFound=0)
+            keys = self._key_names(conn, row.TBL_ID)
+            index: dict[int, int] = {}
+            for i, n in enumerate(names):
+                try:
+                    index.setdefault(self._part_id(conn, row.TBL_ID, n, keys), i)
+                except NoSuchObjectException:
+                    continue
+            found: dict[tuple[str, str], list[aggr_stats.PartitionStats]] = defaultdict(list)
+            per_part: dict[int, set[str]] = defaultdict(set)
+            q = sa.select(
+                PART_COL_STATS.c.PART_ID, PART_COL_STATS.c.COLUMN_NAME, PART_COL_STATS.c.COLUMN_TYPE,
+                PART_COL_STATS.c.STATS_DATA,
+            ).where(
+                PART_COL_STATS.c.PART_ID.in_(list(index)),
+                PART_COL_STATS.c.COLUMN_NAME.in_(cols),
+                (request.engine or DEFAULT_ENGINE) == PART_COL_STATS.c.ENGINE,
+            )  # fmt: skip
+            for pid, col, typ, data in conn.execute(q):
+                values = aggr_stats.stat_values(_load(data))
+                found[(col, typ)].append(aggr_stats.PartitionStats(index[pid], values))
+                per_part[pid].add(col)
+        order = {c: i for i, c in enumerate(cols)}
+        objs = [
+            aggr_stats.aggregate_column(col, typ, sorted(rows, key=lambda r: r.index), len(names))
+            for (col, typ), rows in sorted(found.items(), key=lambda kv: (order[kv[0][0]], kv[0][1]))
+        ]
+        parts_found = sum(1 for got in per_part.values() if len(got) == len(cols))
+        return AggrStats(colStats=objs, partsFound=parts_found)
 
     def delete_table_column_statistics(
         self, db_name: str, tbl_name: str, col_name: str | None, engine: str | None = None

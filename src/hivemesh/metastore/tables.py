@@ -20,8 +20,9 @@ from hive_metastore.ttypes import (
     UnknownDBException,
 )
 
-from hivemesh.metastore import events, fast_stats, paths, rows
+from hivemesh.metastore import column_types, events, fast_stats, paths, rows
 from hivemesh.metastore.base import CatalogBase, Tx, env_props, now_s, validate_name
+from hivemesh.metastore.conformance import meta_conf
 from hivemesh.metastore.schema import DBS, PARTITION_KEYS, PARTITIONS, SDS, TAB_COL_STATS, TABLE_PARAMS, TBLS
 from hivemesh.thrift.names import db_ref, matches_pattern, parse_db_name
 
@@ -83,6 +84,7 @@ HIVE_TYPE_NAMES = frozenset(
     ]
 )
 _TYPE_WORD = re.compile(r"^\s*([A-Za-z0-9_]+)")
+DISALLOW_TYPE_CHANGES = "hive.metastore.disallow.incompatible.col.type.changes"
 
 
 def _validate_columns(cols: list[FieldSchema] | None, what: str) -> None:
@@ -187,9 +189,11 @@ class TableMixin(CatalogBase):
                     sd.location = paths.join_location(db_row.DB_LOCATION_URI, table.tableName)
                 table.sd = sd
                 loc = sd.location
-                # Hive's fast stats: a table created over an existing directory gets its file
-                # count and size; a new directory is created empty after the commit.
-                if fast_stats.require_cal_stats(env, is_view=False):
+                # Hive's fast stats: an unpartitioned table created over an existing directory
+                # gets its file count and size (a new directory is created empty after the
+                # commit). A partitioned table gets none: its partitions carry their own, and
+                # Hive 3+ never updates the table's (a frozen size would mislead planners).
+                if not table.partitionKeys and fast_stats.require_cal_stats(env, is_view=False):
                     fast_stats.update_fast(
                         table.parameters, loc, env, new_dir=not paths.exists(loc), force=False
                     )
@@ -449,6 +453,14 @@ class TableMixin(CatalogBase):
         if table.sd is not None:
             _validate_columns(table.sd.cols, f"table {new_name}")
         old_sd = rows.load_sds(conn, [old.SD_ID]).get(old.SD_ID) if old.SD_ID else None
+        if (
+            old.TBL_TYPE != VIEW
+            and old_sd is not None
+            and table.sd is not None
+            and meta_conf(DISALLOW_TYPE_CHANGES).lower() == "true"
+        ):
+            serde = old_sd.serdeInfo.serializationLib if old_sd.serdeInfo else None
+            column_types.check_type_changes(old_sd.cols or [], table.sd.cols or [], serde)
         old_loc = old_sd.location if old_sd else None
         pending_move = None
         if table.sd is not None:
