@@ -193,7 +193,7 @@ def build_acid(uri: str, parquet: Path, rows: int, procs: int, say: Callable[[st
     from hive_metastore.ttypes import Database, DataOperationType, LockType
 
     from hivemesh.acid.tables import create_transactional_table
-    from hivemesh.metastore.client import MetastoreClient, lock_component
+    from hivemesh.client.metastore import MetastoreClient, lock_component
 
     chunks = INSERT_TXNS * FILES_PER_TXN
     bounds = chunk_bounds(rows, chunks)

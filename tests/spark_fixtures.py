@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING
 import pytest
 from hive_metastore.ttypes import Database
 
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.jvm import JvmArtifactError
 from hivemesh.jvm import resolve as resolve_jvm
-from hivemesh.metastore.client import MetastoreClient
 from tests.support.servers import HivemeshProcess
 from tests.support.spark_reference import SPARK_MASTER, SPARK_TEST_CONF, driver_java_options, write_log4j2
 

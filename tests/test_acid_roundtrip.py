@@ -28,7 +28,7 @@ from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.orcfile import AcidOrcWriter
 from hivemesh.acid.tables import create_transactional_table
 from hivemesh.acid.writer import AcidWriter, WriteResult, resolve_location
-from hivemesh.metastore.client import MetastoreClient
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.spark.acid import acid_session, read_acid
 
 pytestmark = pytest.mark.spark

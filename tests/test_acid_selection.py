@@ -14,7 +14,7 @@ from hivemesh.acid.selection import (
     SnapshotFiles,
     select_files,
 )
-from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
+from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hive-acid"
 ALL_VALID = "9223372036854775807"  # minOpen when nothing is open

@@ -33,7 +33,7 @@ from hive_metastore.ttypes import (
 
 from hivemesh.acid.tables import create_transactional_table
 from hivemesh.acid.writer import AcidWriter
-from hivemesh.metastore.client import MetastoreClient
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.spark.acid import AGENT_INFO, AcidSession, acid_session, commit, read_acid
 from tests.support.servers import HivemeshProcess, die_with_parent
 

@@ -22,7 +22,7 @@ from pyspark.sql.datasource import EqualNullSafe, EqualTo, GreaterThan, In, IsNu
 from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.tables import create_transactional_table
 from hivemesh.acid.writer import AcidWriter
-from hivemesh.metastore.client import MetastoreClient
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.spark.acid_source import filter_to_hive, filters_to_hive, register
 from tests.support.acid import break_partition
 

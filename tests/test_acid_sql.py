@@ -27,7 +27,7 @@ import pytest
 from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.tables import create_transactional_table
 from hivemesh.acid.writer import AcidWriter
-from hivemesh.metastore.client import MetastoreClient
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.spark.acid import AcidSession, acid_session
 from hivemesh.spark.acid_sql import VIEW_PREFIX
 from tests.support.acid import break_partition

@@ -21,7 +21,7 @@ from hivemesh.acid.names import parse_flush_lengths
 from hivemesh.acid.streaming import StreamingConnection
 from hivemesh.acid.tables import create_transactional_table
 from hivemesh.acid.writer import AcidWriter, resolve_location
-from hivemesh.metastore.client import MetastoreClient
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.spark.acid import AcidSession
 
 pytestmark = pytest.mark.spark

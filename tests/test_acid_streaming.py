@@ -17,7 +17,7 @@ from hivemesh.acid.names import parse_flush_lengths
 from hivemesh.acid.streaming import StreamingConnection, StreamingError, TransactionBatch
 from hivemesh.acid.tables import create_transactional_table
 from hivemesh.acid.writer import resolve_location
-from hivemesh.metastore.client import MetastoreClient
+from hivemesh.client.metastore import MetastoreClient
 from tests.support.servers import HivemeshProcess
 
 MAX = "9223372036854775807"

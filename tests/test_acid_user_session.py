@@ -33,7 +33,7 @@ from hivemesh.acid.names import parse_flush_lengths
 from hivemesh.acid.streaming import StreamingConnection
 from hivemesh.acid.tables import create_transactional_table
 from hivemesh.acid.writer import resolve_location, write_bucket_file
-from hivemesh.metastore.client import MetastoreClient
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.spark.acid import AcidSession, read_acid
 from hivemesh.spark.acid_reader import STREAMING_DRIVER_MAX_BYTES_CONF, PythonWorkersError
 from tests.conftest import shared_dir

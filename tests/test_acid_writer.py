@@ -19,7 +19,6 @@ from hive_metastore.ttypes import DataOperationType, LockLevel, LockType
 
 from hivemesh.acid.names import encode_bucket_property, parse_acid_dir
 from hivemesh.acid.orcfile import AcidOrcWriter, acid_schema, hive_to_arrow_type, hive_to_orc_type
-from hivemesh.acid.snapshots import ValidWriteIdList
 from hivemesh.acid.tables import (
     ORC_INPUT_FORMAT,
     ORC_SERDE,
@@ -31,7 +30,8 @@ from hivemesh.acid.tables import (
     transactional_table,
 )
 from hivemesh.acid.writer import AcidWriter, resolve_location, write_bucket_file
-from hivemesh.metastore.client import MetastoreClient
+from hivemesh.client.metastore import MetastoreClient
+from hivemesh.hive.txn_lists import ValidWriteIdList
 from tests.conftest import shared_dir
 
 MAX = "9223372036854775807"

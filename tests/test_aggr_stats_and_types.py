@@ -12,8 +12,8 @@ from decimal import Decimal as PyDecimal
 import pytest
 from hive_metastore import ttypes as T
 
-from hivemesh.metastore import aggr_stats, column_types
-from hivemesh.metastore.aggr_stats import PartitionStats, aggregate_column, decimal_of, stat_values
+from hivemesh.hive import aggr_stats, column_types
+from hivemesh.hive.aggr_stats import PartitionStats, aggregate_column, decimal_of, stat_values
 
 
 def _rows(*datas: T.ColumnStatisticsData, at: tuple[int, ...] | None = None) -> list[PartitionStats]:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 import hivemesh.spark
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.jvm import JvmArtifactError, resolve
-from hivemesh.metastore.client import MetastoreClient
 from tests.support.servers import HivemeshProcess
 from tests.support.spark_reference import SPARK_MASTER, SPARK_TEST_CONF, driver_java_options, write_log4j2
 

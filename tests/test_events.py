@@ -52,7 +52,7 @@ from hive_metastore.ttypes import (
 from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
 from thrift.TSerialization import deserialize, serialize
 
-from hivemesh.metastore import events
+from hivemesh.hive import events
 from tests.support.servers import ThriftClient
 
 HEAD = {"server", "servicePrincipal"}

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from hive_metastore import ttypes as T
 
-from hivemesh.acid.snapshots import ValidTxnList
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.service import ProxyService
-from hivemesh.metastore.client import MetastoreClient
+from hivemesh.hive.txn_lists import ValidTxnList
 from tests.support.hive4 import Hive4Metastore
 from tests.support.proxy import write_mesh
 from tests.support.servers import HivemeshProcess, ThriftClient

@@ -1,4 +1,4 @@
-"""hivemesh.metastore.client.MetastoreClient against real hivemesh metastores over TCP."""
+"""hivemesh.client.metastore.MetastoreClient against real hivemesh metastores over TCP."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hive_metastore.ttypes import (
 from thrift.transport.TTransport import TTransportException
 
 from hivemesh.acid import ValidTxnList
-from hivemesh.metastore.client import (
+from hivemesh.client.metastore import (
     LockTimeoutError,
     MetastoreClient,
     lock_component,

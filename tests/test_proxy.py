@@ -38,9 +38,9 @@ from hive_metastore.ttypes import (
 )
 from thrift.Thrift import TApplicationException
 
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.config import FederationConfig
 from hivemesh.federation.service import ProxyService
-from hivemesh.metastore.client import MetastoreClient
 from tests.support.proxy import ProxyProcess, write_mesh
 from tests.support.servers import HivemeshProcess, ThriftClient
 

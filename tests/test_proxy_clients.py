@@ -26,8 +26,8 @@ from hive_metastore.ttypes import (
     PartitionsRequest,
 )
 
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.service import ProxyService
-from hivemesh.metastore.client import MetastoreClient
 from tests.support.javahms import JavaHMS, java_available
 from tests.support.proxy import write_mesh
 from tests.support.servers import HivemeshProcess, ThriftClient

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hive_metastore.ttypes import Database, MetaException, NoSuchObjectException
 
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.service import ProxyService
-from hivemesh.metastore.client import MetastoreClient
 from tests.support.moto_glue import CREDENTIAL_ENV, MotoGlue
 from tests.support.proxy import write_mesh
 from tests.support.servers import HivemeshProcess

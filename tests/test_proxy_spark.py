@@ -36,8 +36,8 @@ from hive_metastore.ttypes import LockState, LockType, TxnState
 from hivemesh.acid.names import base_dir_name, encode_bucket_property
 from hivemesh.acid.tables import create_transactional_table
 from hivemesh.acid.writer import AcidWriter, resolve_location, write_bucket_file
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.access import is_write
-from hivemesh.metastore.client import MetastoreClient
 from hivemesh.quickstart.compare import first_difference
 from hivemesh.quickstart.load import create_database, load_table, register_file_views
 from hivemesh.quickstart.queries import QUERIES, Query

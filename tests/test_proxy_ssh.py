@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hive_metastore.ttypes import Database, MetaException
 
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.service import ProxyService
-from hivemesh.metastore.client import MetastoreClient
 from tests.support.proxy import write_mesh
 from tests.support.servers import HivemeshProcess
 from tests.support.sshd import SSHD_SKIP_REASON, SshServer, make_key, sshd_available

@@ -18,7 +18,7 @@ import pytest
 from hive_metastore.ttypes import GetOpenTxnsResponse, TableValidWriteIds
 
 from hivemesh.acid import LONG_MAX, RangeResponse, ValidTxnList, ValidTxnWriteIdList, ValidWriteIdList
-from hivemesh.acid.snapshots import bitset_from_bytes, bitset_to_bytes, java_hashmap_order
+from hivemesh.hive.txn_lists import bitset_from_bytes, bitset_to_bytes, java_hashmap_order
 
 MAX = "9223372036854775807"
 ALL, SOME, NONE = RangeResponse.ALL, RangeResponse.SOME, RangeResponse.NONE

@@ -26,8 +26,8 @@ import pytest
 
 from hivemesh.acid.tables import create_transactional_table
 from hivemesh.acid.writer import AcidWriter
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.access import is_write
-from hivemesh.metastore.client import MetastoreClient
 from hivemesh.spark.acid import acid_session
 from tests.support import federation as fed
 from tests.support.trino import TrinoServer, require_trino

@@ -36,7 +36,7 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.acid import ValidWriteIdList
-from hivemesh.metastore.client import MetastoreClient
+from hivemesh.client.metastore import MetastoreClient
 from tests.conftest import PG_SKIP_REASON, drop_pg_database, make_pg_database, postgres_available
 from tests.support.servers import HivemeshProcess
 

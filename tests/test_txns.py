@@ -33,7 +33,7 @@ from hive_metastore.ttypes import (
 )
 from thrift.Thrift import TApplicationException
 
-from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
+from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
 from hivemesh.metastore.handler import LocalMetastore
 from hivemesh.metastore.store import Store
 from hivemesh.metastore.txns import java_bitset_bytes, parse_valid_txn_list

@@ -5,10 +5,19 @@ from __future__ import annotations
 import pytest
 from hive_metastore.ttypes import MetaException, NoSuchObjectException
 
+from hivemesh import storage
 from hivemesh.config import ConfigError, load_config
-from hivemesh.metastore import paths
+from hivemesh.hive.names import (
+    DEFAULT_PARTITION_NAME,
+    escape_path_name,
+    make_part_name,
+    matches_pattern,
+    parse_db_name,
+    qualify_db_name,
+    split_part_name,
+    unescape_path_name,
+)
 from hivemesh.metastore.base import validate_name
-from hivemesh.thrift.names import matches_pattern, parse_db_name, qualify_db_name
 
 
 @pytest.mark.parametrize(
@@ -61,22 +70,22 @@ def test_exceptions_can_be_chained_and_reraised() -> None:
         ("x=y:z", "x%3Dy%3Az"),
         ("50%", "50%25"),
         ("tab\there", "tab%09here"),
-        ("", paths.DEFAULT_PARTITION_NAME),
+        ("", DEFAULT_PARTITION_NAME),
         ("ünï", "ünï"),
     ],
 )
 def test_escape_path_name(value: str, escaped: str) -> None:
-    assert paths.escape_path_name(value) == escaped
+    assert escape_path_name(value) == escaped
     if value:
-        assert paths.unescape_path_name(escaped) == value
+        assert unescape_path_name(escaped) == value
 
 
 def test_partition_names() -> None:
-    name = paths.make_part_name(["DS", "hr"], ["2020/01", "1"])
+    name = make_part_name(["DS", "hr"], ["2020/01", "1"])
     assert name == "ds=2020%2F01/hr=1"
-    assert paths.split_part_name(name) == [("ds", "2020/01"), ("hr", "1")]
+    assert split_part_name(name) == [("ds", "2020/01"), ("hr", "1")]
     with pytest.raises(ValueError, match="has no '='"):
-        paths.split_part_name("ds=1/oops")
+        split_part_name("ds=1/oops")
 
 
 @pytest.mark.parametrize(
@@ -89,22 +98,22 @@ def test_partition_names() -> None:
     ],
 )
 def test_normalize_location(location: str, normalized: str) -> None:
-    assert paths.normalize_location(location) == normalized
+    assert storage.normalize_location(location) == normalized
 
 
 def test_directory_operations(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    loc = paths.normalize_location(str(tmp_path / "a" / "b"))
-    assert paths.make_dirs(loc)
+    loc = storage.normalize_location(str(tmp_path / "a" / "b"))
+    assert storage.make_dirs(loc)
     (tmp_path / "a" / "b" / "f").write_text("x")
-    dst = paths.normalize_location(str(tmp_path / "c" / "d"))
-    assert paths.move_dir(loc, dst)
+    dst = storage.normalize_location(str(tmp_path / "c" / "d"))
+    assert storage.move_dir(loc, dst)
     assert (tmp_path / "c" / "d" / "f").read_text() == "x"
     assert not (tmp_path / "a" / "b").exists()
-    assert paths.delete_dir(dst)
+    assert storage.delete_dir(dst)
     assert not (tmp_path / "c" / "d").exists()
-    assert not paths.delete_dir(dst)
-    assert paths.is_subdir("file:/w/t/p=1", "file:/w/t")
-    assert not paths.is_subdir("file:/w/t2", "file:/w/t")
+    assert not storage.delete_dir(dst)
+    assert storage.is_subdir("file:/w/t/p=1", "file:/w/t")
+    assert not storage.is_subdir("file:/w/t2", "file:/w/t")
 
 
 @pytest.mark.parametrize(

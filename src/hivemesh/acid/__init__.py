@@ -1,6 +1,6 @@
 """Hive ACID: transaction snapshots (ValidTxnList, ValidWriteIdList) and, later, the on-disk format."""
 
-from hivemesh.acid.snapshots import (
+from hivemesh.hive.txn_lists import (
     LONG_MAX,
     VALID_TABLES_WRITEIDS_KEY,
     VALID_TXNS_KEY,

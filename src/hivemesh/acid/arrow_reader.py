@@ -26,9 +26,9 @@ import pyarrow.orc as paorc
 from hivemesh.acid.names import ACID_COLUMNS, DELETE, encode_bucket_property, last_flush_length
 from hivemesh.acid.orcfile import hive_to_arrow_type
 from hivemesh.acid.selection import DataFile, ListedFile, SnapshotFiles, select_files
-from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
 from hivemesh.acid.tables import NotTransactionalError, is_insert_only, is_transactional, table_file_format
 from hivemesh.acid.writer import resolve_location
+from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
 
 KEY_COLUMNS = ("originalTransaction", "bucket", "rowId")
 _CANONICAL = {name.lower(): name for name in ACID_COLUMNS}

@@ -24,7 +24,7 @@ from hivemesh.acid.arrow_reader import (
     schema_from_files,
 )
 from hivemesh.acid.selection import SnapshotFiles, select_files
-from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
+from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
 
 
 @dataclass
@@ -66,7 +66,7 @@ def _targets(
 
     from hivemesh.acid.arrow_reader import table_layout
     from hivemesh.acid.tables import split_name, table_locations
-    from hivemesh.metastore.client import MetastoreClient, lock_component
+    from hivemesh.client.metastore import MetastoreClient, lock_component
 
     db, name = split_name(table)
     with MetastoreClient(metastore_uri) as client:

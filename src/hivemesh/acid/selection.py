@@ -2,8 +2,8 @@
 
 :func:`select_files` is Hive's ``AcidUtils.getAcidState`` (Hive 3.1 / 4) as one pure function over
 a file listing: it chooses the base, the insert and delete deltas and the original (pre-ACID)
-files a reader with a given :class:`~hivemesh.acid.snapshots.ValidWriteIdList` (and optionally a
-:class:`~hivemesh.acid.snapshots.ValidTxnList`) must read, and reports what it left out and why.
+files a reader with a given :class:`~hivemesh.hive.txn_lists.ValidWriteIdList` (and optionally a
+:class:`~hivemesh.hive.txn_lists.ValidTxnList`) must read, and reports what it left out and why.
 The rules are those of ``shared/docs/hive-acid.md`` ("Reading a snapshot"); the places where
 Hive is subtle are noted on :func:`select_files`.
 
@@ -29,7 +29,7 @@ from hivemesh.acid.names import (
     parse_bucket_file,
     side_file_name,
 )
-from hivemesh.acid.snapshots import RangeResponse, ValidTxnList, ValidWriteIdList
+from hivemesh.hive.txn_lists import RangeResponse, ValidTxnList, ValidWriteIdList
 
 JAVA_LONG_MIN = -9223372036854775808  # base_<Long.MIN_VALUE>: first compaction of a converted table
 

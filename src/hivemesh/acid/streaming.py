@@ -47,7 +47,7 @@ from hivemesh.acid import orcfile
 from hivemesh.acid.names import bucket_file_name, delta_dir_name, encode_flush_length, side_file_name
 from hivemesh.acid.orcfile import AcidOrcWriter, FileStats
 from hivemesh.acid.writer import AcidWriter, PartitionSpec, resolve_location, write_acid_version_file
-from hivemesh.metastore.client import MetastoreClient, lock_component
+from hivemesh.client.metastore import MetastoreClient, lock_component
 
 log = logging.getLogger("hivemesh.acid.streaming")
 

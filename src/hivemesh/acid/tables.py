@@ -28,21 +28,22 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.acid.orcfile import hive_to_orc_type
+from hivemesh.hive.constants import (
+    BUCKETING_VERSION,
+    DEFAULT_PROPERTIES,
+    INSERT_ONLY,
+    MANAGED_TABLE,
+    ORC_INPUT_FORMAT,
+    ORC_OUTPUT_FORMAT,
+    ORC_SERDE,
+    PARQUET_INPUT_FORMAT,
+    PARQUET_OUTPUT_FORMAT,
+    PARQUET_SERDE,
+    TEXT_SERDE,
+    TRANSACTIONAL,
+    TRANSACTIONAL_PROPERTIES,
+)
 
-TRANSACTIONAL = "transactional"  # hive_metastoreConstants.TABLE_IS_TRANSACTIONAL
-TRANSACTIONAL_PROPERTIES = "transactional_properties"  # TABLE_TRANSACTIONAL_PROPERTIES
-DEFAULT_PROPERTIES = "default"  # full ACID (TransactionalValidationListener.DEFAULT_TRANSACTIONAL_PROPERTY)
-INSERT_ONLY = "insert_only"  # insert-only / micro-managed tables
-BUCKETING_VERSION = "bucketing_version"
-MANAGED_TABLE = "MANAGED_TABLE"
-
-ORC_SERDE = "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
-ORC_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
-ORC_OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"
-PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
-PARQUET_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
-PARQUET_OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
-TEXT_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
 TEXT_INPUT_FORMAT = "org.apache.hadoop.mapred.TextInputFormat"
 TEXT_OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
 
@@ -201,7 +202,7 @@ def create_transactional_table(
     client: Any, db: str, name: str, columns: Columns, *args: Any, **kwargs: Any
 ) -> Table:
     """Build a table with :func:`transactional_table` (same arguments), create it through
-    ``client`` (a :class:`hivemesh.metastore.client.MetastoreClient`) and return the table as the
+    ``client`` (a :class:`hivemesh.client.metastore.MetastoreClient`) and return the table as the
     metastore stored it (location filled in). HMS exceptions pass through
     (AlreadyExistsException, NoSuchObjectException for a missing database, ...)."""
     table = transactional_table(db, name, columns, *args, **kwargs)

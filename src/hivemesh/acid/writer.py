@@ -66,6 +66,7 @@ from hive_metastore.ttypes import (
     Table,
 )
 
+from hivemesh import storage
 from hivemesh.acid import orcfile
 from hivemesh.acid.names import (
     ACID_VERSION_FILE,
@@ -76,8 +77,8 @@ from hivemesh.acid.names import (
 )
 from hivemesh.acid.orcfile import AcidOrcWriter, FileStats
 from hivemesh.acid.tables import is_insert_only, is_transactional, table_file_format
-from hivemesh.metastore import paths
-from hivemesh.metastore.client import Heartbeater, MetastoreClient, lock_component
+from hivemesh.client.metastore import Heartbeater, MetastoreClient, lock_component
+from hivemesh.hive.names import DEFAULT_PARTITION_NAME, make_part_name, split_part_name
 
 log = logging.getLogger("hivemesh.acid.writer")
 
@@ -317,7 +318,7 @@ def partition_value_text(value: Any) -> str:
     ``true``/``false``, dates ``yyyy-MM-dd``, timestamps ``yyyy-MM-dd HH:mm:ss[.fff]``, anything
     else ``str()``."""
     if value is None or value == "":
-        return paths.DEFAULT_PARTITION_NAME
+        return DEFAULT_PARTITION_NAME
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, datetime):
@@ -418,7 +419,7 @@ class AcidWriter:
         if not keys:
             raise ValueError(f"{self.full_name} is not partitioned")
         if isinstance(spec, str):
-            spec = dict(paths.split_part_name(spec))
+            spec = dict(split_part_name(spec))
         if isinstance(spec, dict):
             lower = {str(k).lower(): v for k, v in spec.items()}
             if set(lower) != set(keys):
@@ -431,7 +432,7 @@ class AcidWriter:
 
     def partition_name(self, values: Sequence[str]) -> str:
         """Hive's name of a partition (escaped ``k=v/k2=v2``)."""
-        return paths.make_part_name(self.partition_keys, list(values))
+        return make_part_name(self.partition_keys, list(values))
 
     # ------------------------------------------------------------------ public DML
     def insert(
@@ -611,7 +612,7 @@ class AcidWriter:
                 raise
             sd = copy.deepcopy(self.table.sd)
             base = self.table.sd.location if self.table.sd else None
-            sd.location = paths.join_location(base, self.partition_name(values)) if base else None
+            sd.location = storage.join_location(base, self.partition_name(values)) if base else None
             part = Partition(
                 values=list(values), dbName=self.db, tableName=self.table_name, sd=sd, parameters={}
             )

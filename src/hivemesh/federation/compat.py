@@ -16,7 +16,7 @@ from typing import Any
 
 from hive_metastore import ttypes
 
-from hivemesh.thrift.names import parse_db_name
+from hivemesh.hive.names import parse_db_name
 
 # (the equivalent method, its arguments from the original call's argument list, the original
 # method's answer from the equivalent's)

@@ -17,7 +17,7 @@ from typing import Any
 from hive_metastore import ThriftHiveMetastore, ttypes
 from thrift.Thrift import TType
 
-from hivemesh.thrift.names import DEFAULT_CATALOG, parse_db_name, qualify_db_name
+from hivemesh.hive.names import DEFAULT_CATALOG, parse_db_name, qualify_db_name
 
 # database field -> the table field that goes with it in the same struct
 _DB_FIELDS: dict[str, tuple[str, ...]] = {

@@ -46,7 +46,7 @@ from hivemesh.federation.rewrite import (
     split_catalog,
     strip_default_catalog,
 )
-from hivemesh.thrift.names import matches_pattern
+from hivemesh.hive.names import matches_pattern
 from hivemesh.thrift.server import connection
 
 log = logging.getLogger("hivemesh.federation.router")

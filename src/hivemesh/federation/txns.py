@@ -34,8 +34,8 @@ from hive_metastore.ttypes import (
     TxnToWriteId,
 )
 
-from hivemesh.acid.snapshots import ValidTxnList
 from hivemesh.federation.access import AccessDeniedError, denied
+from hivemesh.hive.txn_lists import ValidTxnList
 
 if TYPE_CHECKING:
     from hivemesh.federation.members import Member

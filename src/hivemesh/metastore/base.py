@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,19 +16,15 @@ from hive_metastore.ttypes import (
     NoSuchObjectException,
 )
 
-from hivemesh.metastore import notification_log, paths
+from hivemesh import storage
+from hivemesh.hive.names import DEFAULT_CATALOG, parse_db_name
+from hivemesh.metastore import notification_log
 from hivemesh.metastore.schema import DBS, TBLS
 from hivemesh.metastore.store import Store
-from hivemesh.thrift.names import DEFAULT_CATALOG, parse_db_name
 
 log = logging.getLogger("hivemesh.metastore")
 
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
-
-
-def now_s() -> int:
-    """Current time in whole seconds (Hive's createTime unit)."""
-    return int(time.time())
 
 
 MAX_NAME_LENGTH = 128  # DBS.NAME and the other identifier columns of Hive's schema
@@ -93,7 +88,7 @@ class CatalogBase:
 
     def __init__(self, store: Store, warehouse: str, txn_timeout_s: float = 300):
         self.store = store
-        self.warehouse = paths.normalize_location(warehouse)
+        self.warehouse = storage.normalize_location(warehouse)
         self.txn_timeout_ms = int(txn_timeout_s * 1000)  # hive.txn.timeout
 
     # ---- transactions

@@ -21,9 +21,9 @@ from hive_metastore.ttypes import (
     UnknownTableException,
 )
 
-from hivemesh.metastore import partition_filter, paths
+from hivemesh.hive.names import db_ref, split_part_name
+from hivemesh.metastore import partition_filter
 from hivemesh.metastore.schema import DBS, PARTITION_EVENTS
-from hivemesh.thrift.names import db_ref
 from hivemesh.thrift.server import connection
 
 __all__ = ["META_CONF_DEFAULTS", "ConformanceMixin", "meta_conf"]
@@ -116,7 +116,7 @@ class ConformanceMixin:
                 specs = [dict(zip(table_keys, p.values, strict=False)) for p in parts]
             else:
                 specs = [
-                    {k.lower(): v for k, v in paths.split_part_name(n)}
+                    {k.lower(): v for k, v in split_part_name(n)}
                     for n in self.get_partition_names(db, request.tblName, -1)  # type: ignore[attr-defined]
                 ]
         except Exception as e:

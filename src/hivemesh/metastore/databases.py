@@ -13,10 +13,12 @@ from hive_metastore.ttypes import (
     PrincipalType,
 )
 
-from hivemesh.metastore import events, paths
-from hivemesh.metastore.base import CatalogBase, now_s, validate_name
+from hivemesh import storage
+from hivemesh.hive import events
+from hivemesh.hive.constants import now_s
+from hivemesh.hive.names import db_ref, matches_pattern, parse_db_name
+from hivemesh.metastore.base import CatalogBase, validate_name
 from hivemesh.metastore.schema import DATABASE_PARAMS, DBS, FUNCS, TBLS
-from hivemesh.thrift.names import db_ref, matches_pattern, parse_db_name
 
 DEFAULT_DB = "default"
 
@@ -26,7 +28,7 @@ class DatabaseMixin(CatalogBase):
 
     def default_db_location(self, name: str) -> str:
         """``<warehouse>/<name>.db``; the warehouse root itself for ``default`` (as Hive)."""
-        return self.warehouse if name == DEFAULT_DB else paths.join_location(self.warehouse, f"{name}.db")
+        return self.warehouse if name == DEFAULT_DB else storage.join_location(self.warehouse, f"{name}.db")
 
     def _to_database(self, conn: sa.Connection, row: sa.Row) -> Database:
         params = {
@@ -55,7 +57,7 @@ class DatabaseMixin(CatalogBase):
         if not validate_name(name):
             raise InvalidObjectException(f"{database.name} is not a valid database name")
         location = (
-            paths.normalize_location(database.locationUri)
+            storage.normalize_location(database.locationUri)
             if database.locationUri
             else self.default_db_location(name)
         )
@@ -86,7 +88,7 @@ class DatabaseMixin(CatalogBase):
                 )
             created = self._to_database(tx.conn, self._db_by_id(tx.conn, db_id))
             tx.event(events.CREATE_DATABASE, events.create_database_message(created), db=name, catalog=cat)
-            tx.after_commit.append(lambda: paths.make_dirs(location))
+            tx.after_commit.append(lambda: storage.make_dirs(location))
 
     @staticmethod
     def _db_by_id(conn: sa.Connection, db_id: int) -> sa.Row:
@@ -125,7 +127,7 @@ class DatabaseMixin(CatalogBase):
                 "OWNER_TYPE": db.ownerType if db.ownerType is not None else row.OWNER_TYPE,
             }
             if db.locationUri:
-                values["DB_LOCATION_URI"] = paths.normalize_location(db.locationUri)
+                values["DB_LOCATION_URI"] = storage.normalize_location(db.locationUri)
             tx.conn.execute(DBS.update().where(DBS.c.DB_ID == row.DB_ID).values(**values))
             if db.parameters is not None:
                 tx.conn.execute(DATABASE_PARAMS.delete().where(DATABASE_PARAMS.c.DB_ID == row.DB_ID))
@@ -190,7 +192,7 @@ class DatabaseMixin(CatalogBase):
             tx.event(events.DROP_DATABASE, events.drop_database_message(database), db=row.NAME, catalog=cat)
             if deleteData:
                 loc = row.DB_LOCATION_URI
-                tx.after_commit.append(lambda: paths.delete_dir(loc))
+                tx.after_commit.append(lambda: storage.delete_dir(loc))
 
     def drop_database_req(self, req) -> None:  # type: ignore[no-untyped-def]
         """Hive 4 DropDatabaseRequest form of :meth:`drop_database`."""

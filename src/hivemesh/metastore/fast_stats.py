@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from hivemesh.metastore import paths
+from hivemesh import storage
+from hivemesh.hive.constants import (
+    COLUMN_STATS_ACCURATE,
+    DO_NOT_UPDATE_STATS,
+    NUM_FILES,
+    STATS_GENERATED,
+    TOTAL_SIZE,
+)
 
-NUM_FILES, TOTAL_SIZE = "numFiles", "totalSize"
 FAST_STATS = (NUM_FILES, TOTAL_SIZE)
-DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
-STATS_GENERATED = "STATS_GENERATED"
-COLUMN_STATS_ACCURATE = "COLUMN_STATS_ACCURATE"
 
 
 def _true(value: str | None) -> bool:
@@ -68,7 +71,7 @@ def update_fast(
         return
     if new_dir:
         return
-    stats = paths.quick_stats(location)
+    stats = storage.quick_stats(location)
     if stats is None:
         return
     params[NUM_FILES], params[TOTAL_SIZE] = str(stats[0]), str(stats[1])

@@ -13,10 +13,11 @@ from hive_metastore.ttypes import (
     ResourceUri,
 )
 
-from hivemesh.metastore import events
-from hivemesh.metastore.base import CatalogBase, now_s, validate_name
+from hivemesh.hive import events
+from hivemesh.hive.constants import now_s
+from hivemesh.hive.names import db_ref, matches_pattern
+from hivemesh.metastore.base import CatalogBase, validate_name
 from hivemesh.metastore.schema import DBS, FUNC_RU, FUNCS
-from hivemesh.thrift.names import db_ref, matches_pattern
 
 
 class FunctionMixin(CatalogBase):

@@ -61,7 +61,6 @@ Lock calls record no notification events.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -86,6 +85,7 @@ from hive_metastore.ttypes import (
 )
 from thrift.Thrift import TApplicationException
 
+from hivemesh.hive.constants import now_ms
 from hivemesh.metastore.base import CatalogBase
 from hivemesh.metastore.txn_schema import HIVE_LOCKS, NEXT_LOCK_ID, TXN_COMPONENTS, TXN_TO_WRITE_ID, TXNS
 
@@ -117,11 +117,6 @@ _STATES = {ACQUIRED: LockState.ACQUIRED, WAITING: LockState.WAITING}
 _WRITE_OPS = {DataOperationType.INSERT: "i", DataOperationType.UPDATE: "u", DataOperationType.DELETE: "d"}
 
 _TEXT_LIMIT = 128  # HL_USER, HL_HOST, HL_AGENT_INFO column width
-
-
-def now_ms() -> int:
-    """Current time in epoch milliseconds (the unit of every HIVE_LOCKS time)."""
-    return int(time.time() * 1000)
 
 
 def bad_lock_request(message: str) -> TApplicationException:

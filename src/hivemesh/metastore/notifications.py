@@ -25,9 +25,12 @@ from hive_metastore.ttypes import (
     WriteNotificationLogResponse,
 )
 
-from hivemesh.metastore import events, notification_log, paths
-from hivemesh.metastore.base import CatalogBase, now_s
-from hivemesh.metastore.events import thrift_json
+from hivemesh.hive import events
+from hivemesh.hive.constants import now_s
+from hivemesh.hive.events import thrift_json
+from hivemesh.hive.names import make_part_name
+from hivemesh.metastore import notification_log
+from hivemesh.metastore.base import CatalogBase
 from hivemesh.metastore.txn_schema import TXN_WRITE_NOTIFICATION_LOG
 
 READER_MEMORY_S = 3600  # a get_next_notification position pins the events after it this long
@@ -163,7 +166,7 @@ class NotificationMixin(CatalogBase):
                 files = ",".join(info.filesAdded or [])
                 part_name = None
                 if part is not None:
-                    part_name = paths.make_part_name([k.name for k in tbl.partitionKeys], part.values)
+                    part_name = make_part_name([k.name for k in tbl.partitionKeys], part.values)
                 tx.conn.execute(
                     TXN_WRITE_NOTIFICATION_LOG.insert().values(
                         WNL_TXNID=r.txnId,

@@ -23,8 +23,12 @@ from hive_metastore.ttypes import (
     Table,
 )
 
-from hivemesh.metastore import events, fast_stats, partition_filter, paths, rows
-from hivemesh.metastore.base import CatalogBase, Tx, env_props, now_s
+from hivemesh import storage
+from hivemesh.hive import events
+from hivemesh.hive.constants import now_s
+from hivemesh.hive.names import db_ref, make_part_name, split_part_name, unescape_path_name
+from hivemesh.metastore import fast_stats, partition_filter, rows
+from hivemesh.metastore.base import CatalogBase, Tx, env_props
 from hivemesh.metastore.schema import (
     PARTITION_KEY_VALS,
     PARTITION_KEYS,
@@ -32,7 +36,6 @@ from hivemesh.metastore.schema import (
     PARTITIONS,
     SDS,
 )
-from hivemesh.thrift.names import db_ref
 
 DDL_TIME = "transient_lastDdlTime"
 
@@ -68,7 +71,7 @@ class _TableInfo:
             raise MetaException(
                 f"Invalid partition key & values; keys {self.key_names}, values {list(values or [])}"
             )
-        return paths.make_part_name(self.key_names, values)
+        return make_part_name(self.key_names, values)
 
 
 class PartitionMixin(CatalogBase):
@@ -135,9 +138,9 @@ class PartitionMixin(CatalogBase):
         if part.sd is None:
             sd.location = None  # the table's storage descriptor, at the partition's default location
         if sd.location:
-            sd.location = paths.normalize_location(sd.location)
+            sd.location = storage.normalize_location(sd.location)
         elif info.location:
-            sd.location = paths.join_location(info.location, name)
+            sd.location = storage.join_location(info.location, name)
         p.sd = sd
         return name, p
 
@@ -183,7 +186,7 @@ class PartitionMixin(CatalogBase):
             p.lastAccessTime = p.lastAccessTime or 0  # returned as stored, as Hive does (not unset)
             if fast_stats.require_cal_stats(env, False, None, p.parameters, partition=True):
                 loc = p.sd.location if p.sd else None
-                fast_stats.update_fast(p.parameters, loc, env, new_dir=not paths.exists(loc), force=False)
+                fast_stats.update_fast(p.parameters, loc, env, new_dir=not storage.exists(loc), force=False)
         sd_ids = rows.insert_sds(conn, [p.sd for p in new_parts], shared_cd=self._table_cd(conn, info))
         part_rows = [
             {
@@ -209,7 +212,7 @@ class PartitionMixin(CatalogBase):
             ],
         )
         locs = [p.sd.location for p in new_parts if p.sd and p.sd.location]
-        tx.after_commit.append(lambda: [paths.make_dirs(loc) for loc in locs])
+        tx.after_commit.append(lambda: [storage.make_dirs(loc) for loc in locs])
         # One ADD_PARTITION event for the whole batch (Hive's add_partitions_core)
         cols_cache: dict[tuple, list[FieldSchema]] = {}
         stored = []
@@ -310,7 +313,7 @@ class PartitionMixin(CatalogBase):
     @staticmethod
     def _canonical_name(info: _TableInfo, part_name: str) -> str:
         try:
-            kv = paths.split_part_name(part_name)
+            kv = split_part_name(part_name)
         except ValueError as e:
             raise MetaException(str(e)) from e
         spec = {k.lower(): v for k, v in kv}
@@ -431,7 +434,7 @@ class PartitionMixin(CatalogBase):
             )
             ids = []
             for pid, name in conn.execute(q):
-                values = {k.lower(): v for k, v in paths.split_part_name(name)}
+                values = {k.lower(): v for k, v in split_part_name(name)}
                 if partition_filter.evaluate(expr, values, info.key_types):
                     ids.append(pid)
                     if 0 <= max_parts <= len(ids):
@@ -494,7 +497,7 @@ class PartitionMixin(CatalogBase):
         for comp in (part_name or "").split("/"):
             k, sep, v = comp.partition("=")
             if sep and k and v:
-                out.append((paths.unescape_path_name(k), paths.unescape_path_name(v)))
+                out.append((unescape_path_name(k), unescape_path_name(v)))
         return out
 
     def partition_name_to_vals(self, part_name: str) -> list[str]:
@@ -654,8 +657,8 @@ class PartitionMixin(CatalogBase):
                 ],
             )
             cur_loc = old_loc
-            if info.managed and info.location and old_loc == paths.join_location(info.location, old_name):
-                cur_loc = paths.join_location(info.location, new_name)
+            if info.managed and info.location and old_loc == storage.join_location(info.location, old_name):
+                cur_loc = storage.join_location(info.location, new_name)
                 conn.execute(SDS.update().where(SDS.c.SD_ID == row.SD_ID).values(LOCATION=cur_loc))
             old_params = dict(
                 conn.execute(
@@ -677,7 +680,7 @@ class PartitionMixin(CatalogBase):
                 events.alter_partition_message(self._event_table(conn, info), before, after),
             )
             if cur_loc != old_loc:  # last: the directory moves only when everything else succeeded
-                paths.move_dir(old_loc, cur_loc)
+                storage.move_dir(old_loc, cur_loc)
 
     # ---------------------------------------------------------------- drop
     def _delete_partition_rows(self, conn: sa.Connection, part_ids: sa.Select | list[int]) -> None:
@@ -719,7 +722,7 @@ class PartitionMixin(CatalogBase):
                 self._event(tx, info, events.DROP_PARTITION, events.drop_partition_message(table, [p]))
             if delete_data and info.managed:
                 locs = [p.sd.location for p in dropped if p.sd and p.sd.location]
-                tx.after_commit.append(lambda: [paths.delete_dir(loc) for loc in locs])
+                tx.after_commit.append(lambda: [storage.delete_dir(loc) for loc in locs])
             return dropped
 
     def drop_partition(self, db_name: str, tbl_name: str, part_vals: list[str], deleteData: bool) -> bool:  # noqa: N803

@@ -1,7 +1,7 @@
 """Replay a metastore's notification log into another metastore through the HMS Thrift interface.
 
 :func:`replay` applies events read with ``get_next_notification`` (Hive ``json-0.2`` messages,
-see :mod:`hivemesh.metastore.events`) to a target catalog (anything with the methods of
+see :mod:`hivemesh.hive.events`) to a target catalog (anything with the methods of
 ``hive_metastore.ThriftHiveMetastore.Client``: a Thrift client, a LocalMetastore, a federation).
 An empty target ends up with the source's databases, tables, partitions, functions, column
 statistics, transactions and write ids. Rules:
@@ -50,14 +50,14 @@ from hive_metastore.ttypes import (
     Table,
 )
 
-from hivemesh.metastore import events as ev
-from hivemesh.thrift.names import db_ref
+from hivemesh.hive import events as ev
+from hivemesh.hive.constants import DO_NOT_UPDATE_STATS
+from hivemesh.hive.names import db_ref
 
 log = logging.getLogger("hivemesh.metastore.replay")
 
 DEFAULT_POLICY = "hivemesh.replay"
 _NO_STATS = EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
-_DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
 
 Relocate = Callable[[str | None], str | None]
 
@@ -220,7 +220,7 @@ class Replayer:
         for p in m.partitions:
             q = self._partition(p)
             # Honoured and removed by the target's fast-stats step for new partitions.
-            q.parameters = {**(p.parameters or {}), _DO_NOT_UPDATE_STATS: "true"}
+            q.parameters = {**(p.parameters or {}), DO_NOT_UPDATE_STATS: "true"}
             parts.append(q)
         if not parts:
             return

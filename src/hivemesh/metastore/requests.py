@@ -21,8 +21,7 @@ from hive_metastore.ttypes import (
     SetPartitionsStatsResponse,
 )
 
-from hivemesh.metastore import paths
-from hivemesh.thrift.names import db_ref
+from hivemesh.hive.names import db_ref, split_part_name
 
 
 def _db(req: Any, field: str = "dbName") -> str:
@@ -80,7 +79,7 @@ class RequestFormsMixin:
     def append_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Partition:
         """Add a partition given by name ``k=v/...`` at its default location."""
         try:
-            values = [v for _, v in paths.split_part_name(part_name)]
+            values = [v for _, v in split_part_name(part_name)]
         except ValueError as e:
             raise MetaException(str(e)) from e
         return self.append_partition(db_name, tbl_name, values)  # type: ignore[attr-defined]

@@ -26,8 +26,10 @@ from hive_metastore.ttypes import (
 from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
 from thrift.TSerialization import deserialize, serialize
 
-from hivemesh.metastore import aggr_stats, events, paths
-from hivemesh.metastore.base import CatalogBase, now_s
+from hivemesh.hive import aggr_stats, events
+from hivemesh.hive.constants import COLUMN_STATS_ACCURATE, now_s
+from hivemesh.hive.names import db_ref, make_part_name, split_part_name
+from hivemesh.metastore.base import CatalogBase
 from hivemesh.metastore.schema import (
     PART_COL_STATS,
     PARTITION_PARAMS,
@@ -35,10 +37,8 @@ from hivemesh.metastore.schema import (
     TAB_COL_STATS,
     TABLE_PARAMS,
 )
-from hivemesh.thrift.names import db_ref
 
 _JSON = TJSONProtocolFactory()
-COLUMN_STATS_ACCURATE = "COLUMN_STATS_ACCURATE"
 DEFAULT_ENGINE = "hive"
 
 
@@ -102,8 +102,8 @@ class StatisticsMixin(CatalogBase):
     """update/get/delete of column statistics, per table and per partition."""
 
     def _part_id(self, conn: sa.Connection, tbl_id: int, part_name: str, key_names: list[str]) -> int:
-        kv = dict((k.lower(), v) for k, v in paths.split_part_name(part_name))
-        name = paths.make_part_name(key_names, [kv.get(k, "") for k in key_names])
+        kv = dict((k.lower(), v) for k, v in split_part_name(part_name))
+        name = make_part_name(key_names, [kv.get(k, "") for k in key_names])
         pid = conn.execute(
             sa.select(PARTITIONS.c.PART_ID).where(
                 tbl_id == PARTITIONS.c.TBL_ID, name == PARTITIONS.c.PART_NAME
@@ -199,7 +199,7 @@ class StatisticsMixin(CatalogBase):
                     sa.select(PARTITIONS.c.PART_NAME).where(PARTITIONS.c.PART_ID == pid)
                 ).scalar_one()
                 stored.statsDesc.partName = name
-                part_vals = [v for _, v in paths.split_part_name(name)]
+                part_vals = [v for _, v in split_part_name(name)]
                 params = dict(
                     tx.conn.execute(
                         sa.select(PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE).where(
@@ -366,7 +366,7 @@ class StatisticsMixin(CatalogBase):
 
     def get_aggr_stats_for(self, request: Any) -> AggrStats:
         """PartitionsStatsRequest -> AggrStats: each requested column's statistics merged over the
-        requested partitions (rules: :mod:`hivemesh.metastore.aggr_stats`), and ``partsFound``, the
+        requested partitions (rules: :mod:`hivemesh.hive.aggr_stats`), and ``partsFound``, the
         number of those partitions that have statistics for every requested column.
 
         No columns or no partitions requested: no statistics and ``partsFound`` 0. Partition names
@@ -472,7 +472,7 @@ class StatisticsMixin(CatalogBase):
                     row.DB_NAME,
                     row.TBL_NAME,
                     name,
-                    [v for _, v in paths.split_part_name(name)],
+                    [v for _, v in split_part_name(name)],
                     col_name.lower() if col_name else None,
                     engine or DEFAULT_ENGINE,
                 ),

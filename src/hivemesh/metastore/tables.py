@@ -20,13 +20,16 @@ from hive_metastore.ttypes import (
     UnknownDBException,
 )
 
-from hivemesh.metastore import column_types, events, fast_stats, paths, rows
-from hivemesh.metastore.base import CatalogBase, Tx, env_props, now_s, validate_name
+from hivemesh import storage
+from hivemesh.hive import column_types, events
+from hivemesh.hive.constants import EXTERNAL_TABLE, MANAGED_TABLE, VIRTUAL_VIEW, now_s
+from hivemesh.hive.names import db_ref, matches_pattern, parse_db_name
+from hivemesh.metastore import fast_stats, rows
+from hivemesh.metastore.base import CatalogBase, Tx, env_props, validate_name
 from hivemesh.metastore.conformance import meta_conf
 from hivemesh.metastore.schema import DBS, PARTITION_KEYS, PARTITIONS, SDS, TAB_COL_STATS, TABLE_PARAMS, TBLS
-from hivemesh.thrift.names import db_ref, matches_pattern, parse_db_name
 
-MANAGED, EXTERNAL, VIEW = "MANAGED_TABLE", "EXTERNAL_TABLE", "VIRTUAL_VIEW"
+MANAGED, EXTERNAL, VIEW = MANAGED_TABLE, EXTERNAL_TABLE, VIRTUAL_VIEW
 DDL_TIME = "transient_lastDdlTime"
 
 
@@ -184,9 +187,9 @@ class TableMixin(CatalogBase):
             if table.sd is not None and ttype != "VIRTUAL_VIEW":
                 sd = table.sd.__class__(**table.sd.__dict__)
                 if sd.location:
-                    sd.location = paths.normalize_location(sd.location)
+                    sd.location = storage.normalize_location(sd.location)
                 else:
-                    sd.location = paths.join_location(db_row.DB_LOCATION_URI, table.tableName)
+                    sd.location = storage.join_location(db_row.DB_LOCATION_URI, table.tableName)
                 table.sd = sd
                 loc = sd.location
                 # Hive's fast stats: an unpartitioned table created over an existing directory
@@ -195,9 +198,9 @@ class TableMixin(CatalogBase):
                 # Hive 3+ never updates the table's (a frozen size would mislead planners).
                 if not table.partitionKeys and fast_stats.require_cal_stats(env, is_view=False):
                     fast_stats.update_fast(
-                        table.parameters, loc, env, new_dir=not paths.exists(loc), force=False
+                        table.parameters, loc, env, new_dir=not storage.exists(loc), force=False
                     )
-                tx.after_commit.append(lambda: paths.make_dirs(loc))
+                tx.after_commit.append(lambda: storage.make_dirs(loc))
             self._insert_table(tx, db_row, table)
             created = self._table_image(tx.conn, db_row.CTLG_NAME, db_row.NAME, table.tableName)
             tx.event(
@@ -399,7 +402,7 @@ class TableMixin(CatalogBase):
                 moved = self._alter_table_tx(tx, dbname, tbl_name, new_tbl, env, cascade)
         except Exception:
             if moved is not None:
-                paths.move_dir(moved[1], moved[0])
+                storage.move_dir(moved[1], moved[0])
             raise
 
     def _alter_table_tx(
@@ -468,9 +471,9 @@ class TableMixin(CatalogBase):
             same_loc = not table.sd.location or table.sd.location == old_loc
             # As Hive: a managed table moves with a rename only when it lives at its default
             # place (<db location>/<old name>); one created with its own LOCATION stays put.
-            at_default = old_loc == paths.join_location(old.DB_LOCATION_URI, old.TBL_NAME)
+            at_default = old_loc == storage.join_location(old.DB_LOCATION_URI, old.TBL_NAME)
             if rename and old.TBL_TYPE == MANAGED and ttype != VIEW and same_loc and at_default:
-                new_loc = paths.join_location(target_db.DB_LOCATION_URI, new_name)
+                new_loc = storage.join_location(target_db.DB_LOCATION_URI, new_name)
                 if new_loc != old_loc:
                     table.sd.location = new_loc
                     self._relocate_partitions(conn, old.TBL_ID, old_loc, new_loc)
@@ -527,7 +530,7 @@ class TableMixin(CatalogBase):
             table=new_name,
             catalog=cat,
         )
-        if pending_move is not None and paths.move_dir(*pending_move):
+        if pending_move is not None and storage.move_dir(*pending_move):
             return pending_move
         return None
 
@@ -541,7 +544,7 @@ class TableMixin(CatalogBase):
         updates = [
             {"sd": sd_id, "loc": new_loc + loc[len(old_loc) :]}
             for sd_id, loc in conn.execute(q)
-            if paths.is_subdir(loc, old_loc)
+            if storage.is_subdir(loc, old_loc)
         ]
         if updates:
             conn.execute(
@@ -604,6 +607,6 @@ class TableMixin(CatalogBase):
             catalog=row.CTLG_NAME,
         )
         if delete_data and row.TBL_TYPE == MANAGED:
-            doomed = [tbl_loc] + [p for p in part_locs if not paths.is_subdir(p, tbl_loc)]
+            doomed = [tbl_loc] + [p for p in part_locs if not storage.is_subdir(p, tbl_loc)]
             for loc in doomed:
-                tx.after_commit.append(lambda loc=loc: paths.delete_dir(loc))
+                tx.after_commit.append(lambda loc=loc: storage.delete_dir(loc))

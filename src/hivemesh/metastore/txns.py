@@ -3,7 +3,7 @@
 - Txn ids come from the single ``NEXT_TXN_ID`` row (read FOR UPDATE), so they are never reused.
 - ``get_open_txns`` answers the high watermark (highest id handed out), the open and aborted ids
   below it and the aborted bits; a reader builds its ValidTxnList from that
-  (``hivemesh.acid.snapshots.ValidTxnList.from_open_txns``).
+  (``hivemesh.hive.txn_lists.ValidTxnList.from_open_txns``).
 - Write ids are allocated per table from ``NEXT_WRITE_ID``; ``get_valid_write_ids`` follows
   TxnHandler.getValidWriteIdsForTable exactly, so its answers serialize to the same
   ValidReaderWriteIdList strings a Hive metastore gives.
@@ -21,7 +21,6 @@ Times are epoch milliseconds.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 
 import sqlalchemy as sa
@@ -45,8 +44,9 @@ from hive_metastore.ttypes import (
     WriteEventInfo,
 )
 
-from hivemesh.acid.snapshots import ValidTxnList
-from hivemesh.metastore import events
+from hivemesh.hive import events
+from hivemesh.hive.constants import now_ms
+from hivemesh.hive.txn_lists import ValidTxnList
 from hivemesh.metastore.base import CatalogBase
 from hivemesh.metastore.schema import TABLE_PARAMS
 from hivemesh.metastore.txn_schema import (
@@ -67,11 +67,6 @@ MAX_OPEN_BATCH = 100_000  # hive.txn.max.open.batch (Hive's default is 1000; a b
 LONG_MAX = 9223372036854775807
 OPEN, ABORTED, COMMITTED = "o", "a", "c"
 OPERATION_CODES = {1: "s", 2: "i", 3: "u", 4: "d", 5: "p", 6: "p"}  # DataOperationType -> TC_OPERATION_TYPE
-
-
-def now_ms() -> int:
-    """Current time in epoch milliseconds."""
-    return int(time.time() * 1000)
 
 
 def txn_str(txn_id: int) -> str:

@@ -174,7 +174,7 @@ def _short_location(location: str, data_dir: Path, zone_name: str) -> str:
 
 def _placements(proxy_uri: str, loads: dict[str, LoadResult], data_dir: Path) -> list[Placement]:
     """Where each table lives, asked of the proxy (``get_table`` through it gives the location)."""
-    from hivemesh.metastore.client import MetastoreClient
+    from hivemesh.client.metastore import MetastoreClient
 
     out = []
     with MetastoreClient(proxy_uri) as client:

@@ -34,9 +34,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from hivemesh.acid.arrow_reader import TableLayout, list_location, schema_from_files, table_layout
 from hivemesh.acid.selection import select_files
-from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
 from hivemesh.acid.tables import NotTransactionalError, split_name, table_locations
-from hivemesh.metastore.client import Heartbeater, MetastoreClient, lock_component
+from hivemesh.client.metastore import Heartbeater, MetastoreClient, lock_component
+from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
 from hivemesh.spark.acid_reader import LocationFiles, snapshot_dataframe
 
 log = logging.getLogger("hivemesh.spark.acid")

@@ -170,7 +170,8 @@ class _TaskFiles:
 
     # -- locations
     def _location(self, values: tuple[str, ...]) -> tuple[str, str]:
-        from hivemesh.metastore.paths import join_location, make_part_name
+        from hivemesh.hive.names import make_part_name
+        from hivemesh.storage.locations import join_location
 
         if not self.spec.partition_keys:
             return "", self.spec.table_location
@@ -332,7 +333,7 @@ class _Statement:
     def __init__(self, spark: SparkSession, table: str, op: str, metastore_uri: str | None):
         from hivemesh.acid.arrow_reader import table_layout
         from hivemesh.acid.tables import is_insert_only, split_name, table_file_format
-        from hivemesh.metastore.client import MetastoreClient
+        from hivemesh.client.metastore import MetastoreClient
         from hivemesh.spark.acid import metastore_uri_of
 
         self.spark = spark
@@ -382,7 +383,7 @@ class _Statement:
         """Open the txn, take the lock (waits), allocate the write id."""
         from hive_metastore.ttypes import DataOperationType, LockType
 
-        from hivemesh.metastore.client import Heartbeater, lock_component
+        from hivemesh.client.metastore import Heartbeater, lock_component
 
         client = self.client
         self.txn = client.open_txn(agent_info=AGENT_INFO)
@@ -421,7 +422,7 @@ class _Statement:
         the location of each partition."""
         from hivemesh.acid.arrow_reader import list_location, table_layout
         from hivemesh.acid.selection import select_files
-        from hivemesh.metastore.paths import make_part_name
+        from hivemesh.hive.names import make_part_name
         from hivemesh.spark.acid_reader import LocationFiles, snapshot_dataframe
 
         assert self.txn is not None
@@ -542,7 +543,7 @@ class _Statement:
 
         from hivemesh.acid.names import delta_dir_name
         from hivemesh.acid.writer import resolve_location
-        from hivemesh.metastore.paths import join_location
+        from hivemesh.storage.locations import join_location
 
         names = [name for name, _ in partitions]
         existing = {
@@ -584,7 +585,7 @@ class _Statement:
             )
 
     def _part_name(self, values: list[str]) -> str:
-        from hivemesh.metastore.paths import make_part_name
+        from hivemesh.hive.names import make_part_name
 
         return make_part_name(self.partition_keys, list(values))
 

@@ -85,7 +85,7 @@ from hivemesh.acid.arrow_reader import (
 )
 from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.selection import DataFile, SnapshotFiles
-from hivemesh.acid.snapshots import ValidWriteIdList
+from hivemesh.hive.txn_lists import ValidWriteIdList
 
 PARTITION_INDEX = "__hivemesh_partition"  # joins delete events to rows of the same location
 BROADCAST_DELETES_BYTES = 256 * 1024 * 1024  # delete files up to this size are broadcast

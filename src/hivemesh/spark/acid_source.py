@@ -108,7 +108,7 @@ class TableInfo:
 
 
 def _connect(uri: str) -> Any:
-    from hivemesh.metastore.client import MetastoreClient
+    from hivemesh.client.metastore import MetastoreClient
 
     return MetastoreClient(uri).connect()
 
@@ -310,9 +310,9 @@ class HiveAcidReader(DataSourceReader):
 
         from hivemesh.acid.arrow_reader import list_location, table_layout
         from hivemesh.acid.selection import select_files
-        from hivemesh.acid.snapshots import ValidTxnList, ValidWriteIdList
         from hivemesh.acid.tables import table_locations
-        from hivemesh.metastore.client import lock_component
+        from hivemesh.client.metastore import lock_component
+        from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
 
         split_bytes = int(self.options.get("split_bytes") or DEFAULT_SPLIT_BYTES)
         client = _connect(self.uri)

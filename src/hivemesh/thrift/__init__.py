@@ -1,9 +1,4 @@
-"""Thrift plumbing: the HMS server (bytes <-> calls on a catalog object) and name parsing."""
+"""The HMS Thrift server: bytes on a socket <-> calls on a catalog object (:mod:`hivemesh.thrift.server`,
+:mod:`hivemesh.thrift.processor`)."""
 
-from hive_metastore import ttypes as _hms_ttypes
-
-from hivemesh.thrift.compat import add_notification_filters, add_table_txn_list, allow_exception_chaining
-
-allow_exception_chaining(_hms_ttypes)
-add_notification_filters()
-add_table_txn_list()
+import hivemesh.hive  # noqa: F401 - the HMS Thrift types as hivemesh uses them

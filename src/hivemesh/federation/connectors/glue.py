@@ -68,8 +68,13 @@ from hive_metastore.ttypes import (
     UnknownTableException,
 )
 
-from hivemesh.metastore.paths import escape_path_name, split_part_name
-from hivemesh.thrift.names import DEFAULT_CATALOG, matches_pattern, parse_db_name
+from hivemesh.hive.names import (
+    DEFAULT_CATALOG,
+    escape_path_name,
+    matches_pattern,
+    parse_db_name,
+    split_part_name,
+)
 
 log = logging.getLogger("hivemesh.federation.glue")
 

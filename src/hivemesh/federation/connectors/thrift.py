@@ -20,7 +20,7 @@ from thrift.Thrift import TMessageType
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
-from hivemesh.metastore.client import parse_uris
+from hivemesh.client.metastore import parse_uris
 
 log = logging.getLogger("hivemesh.federation.thrift")
 

@@ -1,9 +1,15 @@
-"""Catalog-qualified database names of Hive 3+ (``@cat#db``), name normalisation and Hive name
-patterns."""
+"""Hive's names: catalog-qualified database names of Hive 3+ (``@cat#db``), name normalisation,
+Hive name patterns, and partition names.
+
+Partition names are ``k1=v1/k2=v2`` with Hive's path escaping (``FileUtils.escapePathName``:
+``%XX`` upper-case hex for control characters and ``"#%'*/:=?\\\x7f{[]^``); an empty or null value
+becomes ``__HIVE_DEFAULT_PARTITION__``.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 from hive_metastore.ttypes import MetaException
@@ -62,3 +68,56 @@ def matches_pattern(name: str, pattern: str | None) -> bool:
     if pattern is None or pattern in ("", "*", ".*"):
         return True
     return _pattern_regex(pattern).fullmatch(name) is not None
+
+
+# ---------------------------------------------------------------- partition names
+DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+_ESCAPED = set("\"#%'*/:=?\\\x7f{[]^")
+
+
+def escape_path_name(value: str) -> str:
+    """Hive's FileUtils.escapePathName: ``a/b`` -> ``a%2Fb``; empty/None -> the default partition."""
+    if not value:
+        return DEFAULT_PARTITION_NAME
+    return "".join(f"%{ord(ch):02X}" if (ch in _ESCAPED or ord(ch) < 0x20) else ch for ch in value)
+
+
+def unescape_path_name(text: str) -> str:
+    """Inverse of :func:`escape_path_name` (a ``%`` not followed by two hex digits is kept)."""
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "%" and i + 2 < len(text):
+            code = text[i + 1 : i + 3]
+            try:
+                out.append(chr(int(code, 16)))
+                i += 3
+                continue
+            except ValueError:
+                pass
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def make_part_name(keys: Sequence[str], values: Sequence[str]) -> str:
+    """``(["ds","hr"], ["2020-01-01","1"])`` -> ``ds=2020-01-01/hr=1`` (escaped, keys lower-cased)."""
+    return "/".join(
+        f"{escape_path_name(k.lower())}={escape_path_name(v)}" for k, v in zip(keys, values, strict=True)
+    )
+
+
+def split_part_name(name: str) -> list[tuple[str, str]]:
+    """``ds=2020-01-01/hr=1`` -> ``[("ds","2020-01-01"), ("hr","1")]`` (unescaped).
+
+    Raises ValueError for a component without ``=``.
+    """
+    out = []
+    for comp in name.split("/"):
+        if not comp:
+            continue
+        k, sep, v = comp.partition("=")
+        if not sep:
+            raise ValueError(f"Invalid partition name {name!r}: component {comp!r} has no '='")
+        out.append((unescape_path_name(k), unescape_path_name(v)))
+    return out

@@ -68,8 +68,8 @@ from thrift.protocol import TBinaryProtocol, TCompactProtocol
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
-import hivemesh.thrift  # noqa: F401 - patches the HMS exceptions so they can propagate through `with`
-from hivemesh.acid.snapshots import ValidTxnList, ValidTxnWriteIdList, ValidWriteIdList
+import hivemesh.hive  # noqa: F401 - the HMS exceptions can propagate through `with`
+from hivemesh.hive.txn_lists import ValidTxnList, ValidTxnWriteIdList, ValidWriteIdList
 
 log = logging.getLogger("hivemesh.client")
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import json
 import math
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -46,7 +45,8 @@ from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
 from thrift.Thrift import TType
 from thrift.TSerialization import deserialize, serialize
 
-from hivemesh.metastore import paths
+from hivemesh.hive.constants import now_s
+from hivemesh.hive.names import make_part_name
 
 # ---------------------------------------------------------------- event types (Hive's MessageBuilder)
 CREATE_DATABASE = "CREATE_DATABASE"
@@ -260,11 +260,6 @@ def from_thrift_json(cls: type[T], text: str | None) -> T | None:
 
 
 # ---------------------------------------------------------------- helpers
-def now_s() -> int:
-    """Hive's message timestamp: seconds since the epoch."""
-    return int(time.time())
-
-
 def _msg(fields: dict[str, Any]) -> str:
     """Jackson's output for a message object: compact, UTF-8 characters unescaped, nulls kept."""
     return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
@@ -317,7 +312,7 @@ def partition_key_values(table: Table, partition: Partition) -> dict[str, str]:
 
 def partition_name(table: Table, values: Sequence[str]) -> str:
     """Hive's escaped partition name ``k=v/k2=v2`` of ``values`` (Warehouse.makePartName)."""
-    return paths.make_part_name([k.name for k in table.partitionKeys or []], list(values))
+    return make_part_name([k.name for k in table.partitionKeys or []], list(values))
 
 
 def _table_head(table: Table) -> dict[str, Any]:
