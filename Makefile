@@ -23,9 +23,11 @@ run: $(STAMP)  ## the main job: TPC-H through Spark on a hivemesh metastore (emb
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+lint: $(STAMP)  ## style, the layer contract (pyproject.toml [tool.importlinter]) and types of the lower layers
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python bench/metastore.py

@@ -10,7 +10,7 @@ Data (built once, cached in ``--keep DIR``, default ``<tmp>/hivemesh-bench-acid`
 - TPC-H ``lineitem`` from ``tpchgen-cli`` (one Parquet file; ~6M rows at scale 1);
 - ``bench.lineitem_acid``: a full-ACID table registered in a hivemesh metastore (SQLite, kept in the
   same directory so a rerun finds the table and its write ids), written with
-  :func:`hivemesh.acid.writer.write_bucket_file` by a pool of processes: 4 insert txns (write ids
+  :func:`hivemesh.acid.files.write_bucket_file` by a pool of processes: 4 insert txns (write ids
   1-4), each writing its quarter of the rows as 2 bucket files, then one delete txn (write id 5)
   writing a delete event for every 10th row id of every file (10% of the rows);
 - two plain ORC directories written by Spark (zlib): all rows, and the 90% the delete leaves.
@@ -59,8 +59,8 @@ from bench import runner  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table as RichTable  # noqa: E402
 
+from hivemesh.acid.files import write_bucket_file  # noqa: E402
 from hivemesh.acid.names import delta_dir_name, encode_bucket_property  # noqa: E402
-from hivemesh.acid.writer import write_bucket_file  # noqa: E402
 
 DB = "bench"
 TABLE = "lineitem_acid"

@@ -27,11 +27,11 @@ from pyspark.sql import functions as F
 
 from hivemesh.acid.names import decode_bucket_property, parse_acid_dir
 from hivemesh.acid.tables import create_transactional_table
-from hivemesh.acid.writer import resolve_location
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.spark import acid_dml
 from hivemesh.spark.acid import NotTransactionalError, acid_session
 from hivemesh.spark.acid_dml import AGENT_INFO, _remove_orphans, delete_acid, insert_acid, update_acid
+from hivemesh.storage import resolve_location
 
 pytestmark = pytest.mark.spark
 

@@ -23,10 +23,10 @@ import pyarrow.orc as po
 import pytest
 
 from hivemesh.acid.arrow_reader import TableLayout, list_location, read_acid_location
+from hivemesh.acid.files import write_bucket_file
 from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.orcfile import AcidOrcWriter
 from hivemesh.acid.selection import select_files
-from hivemesh.acid.writer import write_bucket_file
 from hivemesh.hive.txn_lists import ValidWriteIdList
 from hivemesh.spark.acid import read_acid
 from tests.conftest import shared_dir

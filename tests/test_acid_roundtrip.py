@@ -27,9 +27,10 @@ from hivemesh.acid.arrow_reader import TableLayout, read_acid_location
 from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.orcfile import AcidOrcWriter
 from hivemesh.acid.tables import create_transactional_table
-from hivemesh.acid.writer import AcidWriter, WriteResult, resolve_location
+from hivemesh.acid.writer import AcidWriter, WriteResult
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.spark.acid import acid_session, read_acid
+from hivemesh.storage import resolve_location
 
 pytestmark = pytest.mark.spark
 

@@ -23,7 +23,8 @@ from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.tables import create_transactional_table
 from hivemesh.acid.writer import AcidWriter
 from hivemesh.client.metastore import MetastoreClient
-from hivemesh.spark.acid_source import filter_to_hive, filters_to_hive, register
+from hivemesh.spark.acid_source import filter_to_hive, filters_to_hive
+from hivemesh.spark.session import register_hiveacid as register
 from tests.support.acid import break_partition
 
 pytestmark = pytest.mark.spark

@@ -20,9 +20,10 @@ from hivemesh.acid.arrow_reader import TableLayout, read_acid_location
 from hivemesh.acid.names import parse_flush_lengths
 from hivemesh.acid.streaming import StreamingConnection
 from hivemesh.acid.tables import create_transactional_table
-from hivemesh.acid.writer import AcidWriter, resolve_location
+from hivemesh.acid.writer import AcidWriter
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.spark.acid import AcidSession
+from hivemesh.storage import resolve_location
 
 pytestmark = pytest.mark.spark
 

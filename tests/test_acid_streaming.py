@@ -16,8 +16,8 @@ from hive_metastore.ttypes import Database, LockType
 from hivemesh.acid.names import parse_flush_lengths
 from hivemesh.acid.streaming import StreamingConnection, StreamingError, TransactionBatch
 from hivemesh.acid.tables import create_transactional_table
-from hivemesh.acid.writer import resolve_location
 from hivemesh.client.metastore import MetastoreClient
+from hivemesh.storage import resolve_location
 from tests.support.servers import HivemeshProcess
 
 MAX = "9223372036854775807"

@@ -29,13 +29,14 @@ import pyarrow.orc as po
 import pytest
 
 from hivemesh.acid.arrow_reader import TableLayout, read_acid_location
+from hivemesh.acid.files import write_bucket_file
 from hivemesh.acid.names import parse_flush_lengths
 from hivemesh.acid.streaming import StreamingConnection
 from hivemesh.acid.tables import create_transactional_table
-from hivemesh.acid.writer import resolve_location, write_bucket_file
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.spark.acid import AcidSession, read_acid
 from hivemesh.spark.acid_reader import STREAMING_DRIVER_MAX_BYTES_CONF, PythonWorkersError
+from hivemesh.storage import resolve_location
 from tests.conftest import shared_dir
 
 pytestmark = pytest.mark.spark

@@ -17,6 +17,7 @@ import pyorc
 import pytest
 from hive_metastore.ttypes import DataOperationType, LockLevel, LockType
 
+from hivemesh.acid.files import write_bucket_file
 from hivemesh.acid.names import encode_bucket_property, parse_acid_dir
 from hivemesh.acid.orcfile import AcidOrcWriter, acid_schema, hive_to_arrow_type, hive_to_orc_type
 from hivemesh.acid.tables import (
@@ -29,9 +30,10 @@ from hivemesh.acid.tables import (
     is_transactional,
     transactional_table,
 )
-from hivemesh.acid.writer import AcidWriter, resolve_location, write_bucket_file
+from hivemesh.acid.writer import AcidWriter
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.hive.txn_lists import ValidWriteIdList
+from hivemesh.storage import resolve_location
 from tests.conftest import shared_dir
 
 MAX = "9223372036854775807"

@@ -20,9 +20,11 @@ not carry (see replay.py).
 
 from __future__ import annotations
 
+import ast
 import random
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,6 +63,8 @@ from hive_metastore.ttypes import (
 )
 from thrift.Thrift import TException
 
+from hivemesh import metastore
+from hivemesh.hive import event_messages, events
 from hivemesh.metastore import replay
 from tests.conftest import drop_pg_database, make_pg_database
 from tests.support.servers import HivemeshProcess, ThriftClient
@@ -621,6 +625,33 @@ def test_replay_rebuilds_the_catalog(pair: tuple[Any, Any]) -> None:
     assert got["write_ids"] == want["write_ids"]
 
 
+def test_every_event_type_hivemesh_writes_is_replayed_or_skipped_for_a_reason() -> None:
+    """Each event type the metastore writes decodes to its own message class, which replay either
+    applies (``HANDLERS``) or skips for a stated reason (``SKIPPED``): a new or renamed message
+    class cannot silently become "skipped"."""
+    written = set()
+    for path in Path(metastore.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "events"
+                and node.attr not in ("SERVER", "SERVICE_PRINCIPAL")
+                and isinstance(getattr(events, node.attr, None), str)
+            ):
+                written.add(getattr(events, node.attr))
+    assert written == set(events.EVENT_TYPES)
+    assert set(event_messages.REGISTRY) == set(events.EVENT_TYPES)
+    for event_type, cls in event_messages.REGISTRY.items():
+        assert (cls in replay.HANDLERS) != (cls in replay.SKIPPED), event_type
+        assert cls in replay.HANDLERS or replay.SKIPPED[cls].strip(), event_type
+    assert set(replay.HANDLERS) | set(replay.SKIPPED) == {
+        *event_messages.REGISTRY.values(),
+        event_messages.Unknown,
+    }
+    assert len(set(event_messages.REGISTRY.values())) == len(event_messages.REGISTRY)
+
+
 def test_relocator() -> None:
     r = replay.relocator("file:/w/a/", "file:/w/b")
     assert r("file:/w/a/db.db/t") == "file:/w/b/db.db/t"
@@ -655,6 +686,7 @@ def test_replay_applies_type_changes_the_source_allowed(pair: tuple[Any, Any]) -
     ``hive.metastore.disallow.incompatible.col.type.changes``) replicates; the target refuses the
     same change from an ordinary client, as Hive does by default."""
     a, b = pair
+    start = a.get_current_notificationEventId().eventId  # only this test's events (``pair`` is shared)
     db = "retype_" + uuid.uuid4().hex[:6]
     a.create_database(Database(name=db, parameters={}))
     cols = [FieldSchema("x", "string", None), FieldSchema("y", "int", None)]
@@ -675,7 +707,7 @@ def test_replay_applies_type_changes_the_source_allowed(pair: tuple[Any, Any]) -
         a.setMetaConf("hive.metastore.disallow.incompatible.col.type.changes", "true")
     wh_a = a.get_config_value("hive.metastore.warehouse.dir", "")
     wh_b = b.get_config_value("hive.metastore.warehouse.dir", "")
-    result = replay.replay(replay.read_events(a, 0), b, "retype", replay.relocator(wh_a, wh_b))
+    result = replay.replay(replay.read_events(a, start), b, "retype", replay.relocator(wh_a, wh_b))
     assert result.skipped == 0
     assert [(c.name, c.type) for c in b.get_table(db, "t").sd.cols] == [("x", "int"), ("y", "int")]
     # the replayer allowed such changes on its own connection (per-connection, as in Hive)

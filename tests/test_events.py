@@ -52,7 +52,7 @@ from hive_metastore.ttypes import (
 from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
 from thrift.TSerialization import deserialize, serialize
 
-from hivemesh.hive import events
+from hivemesh.hive import event_messages, events, tjson
 from tests.support.servers import ThriftClient
 
 HEAD = {"server", "servicePrincipal"}
@@ -74,11 +74,11 @@ def body(e: NotificationEvent) -> dict:
 
 
 def tbl_of(text: str) -> Table:
-    return events.from_thrift_json(Table, text)  # type: ignore[return-value]
+    return tjson.from_thrift_json(Table, text)  # type: ignore[return-value]
 
 
 def part_of(text: str) -> Partition:
-    return events.from_thrift_json(Partition, text)  # type: ignore[return-value]
+    return tjson.from_thrift_json(Partition, text)  # type: ignore[return-value]
 
 
 def sd(cols: list[FieldSchema] | None = None, location: str | None = None, **kw) -> StorageDescriptor:  # type: ignore[no-untyped-def]
@@ -146,12 +146,12 @@ def test_database_events(hms, unique_name) -> None:  # type: ignore[no-untyped-d
     b = check_common(got[0], "CREATE_DATABASE", unique_name, None)
     assert set(b) == HEAD | {"db", "dbJson", "timestamp"}
     assert b["db"] == unique_name
-    assert events.from_thrift_json(Database, b["dbJson"]) == created
+    assert tjson.from_thrift_json(Database, b["dbJson"]) == created
 
     b = check_common(got[1], "ALTER_DATABASE", unique_name, None)
     assert set(b) == HEAD | {"db", "dbObjBeforeJson", "dbObjAfterJson", "timestamp"}
-    assert events.from_thrift_json(Database, b["dbObjBeforeJson"]) == created
-    assert events.from_thrift_json(Database, b["dbObjAfterJson"]) == altered
+    assert tjson.from_thrift_json(Database, b["dbObjBeforeJson"]) == created
+    assert tjson.from_thrift_json(Database, b["dbObjAfterJson"]) == altered
     assert altered.parameters == {"b": "2"}
 
     b = check_common(got[2], "DROP_DATABASE", unique_name, None)
@@ -364,7 +364,7 @@ def test_function_events(hms, db) -> None:  # type: ignore[no-untyped-def]
     assert [e.eventType for e in got] == ["CREATE_FUNCTION", "DROP_FUNCTION"]
     b = check_common(got[0], "CREATE_FUNCTION", db, None)
     assert set(b) == HEAD | {"db", "functionObjJson", "timestamp"}
-    assert events.from_thrift_json(Function, b["functionObjJson"]) == created
+    assert tjson.from_thrift_json(Function, b["functionObjJson"]) == created
     b = check_common(got[1], "DROP_FUNCTION", db, None)
     assert set(b) == HEAD | {"db", "functionName", "timestamp"}
     assert (b["db"], b["functionName"]) == (db, "myupper")
@@ -416,7 +416,7 @@ def test_statistics_events(hms, db) -> None:  # type: ignore[no-untyped-def]
     ]
     b = check_common(got[0], "UPDATE_TBL_COL_STAT_EVENT", db, "s")
     assert set(b) == HEAD | {"writeId", "timestamp", "database", "colStatsJson", "parameters", "tableObjJson"}
-    cs = events.from_thrift_json(ColumnStatistics, b["colStatsJson"])
+    cs = tjson.from_thrift_json(ColumnStatistics, b["colStatsJson"])
     assert cs.statsDesc.isTblLevel and cs.statsDesc.dbName == db and cs.statsDesc.tableName == "s"
     assert [o.colName for o in cs.statsObj] == ["id", "name"]
     assert sorted(cs.statsObj, key=lambda o: o.colName) == sorted(stored, key=lambda o: o.colName)
@@ -437,7 +437,7 @@ def test_statistics_events(hms, db) -> None:  # type: ignore[no-untyped-def]
     }
     assert b["partVals"] == ["d", "0"]
     assert b["parameters"] == hms.get_partition(db, "s", ["d", "0"]).parameters
-    assert events.from_thrift_json(ColumnStatistics, b["colStatsJson"]).statsDesc.partName == "ds=d/hr=0"
+    assert tjson.from_thrift_json(ColumnStatistics, b["colStatsJson"]).statsDesc.partName == "ds=d/hr=0"
     assert body(got[2])["partVals"] == ["d", "1"]
 
     b = check_common(got[3], "DELETE_TBL_COL_STAT_EVENT", db, "s")
@@ -547,8 +547,8 @@ def test_thrift_json_matches_thrift_tjsonprotocol() -> None:
     part = Partition(["2024"], "d", "t", 1, 0, table.sd, {"k": "v"}, None, "hive", 3)
     func = Function("f", "d", "c.F", "o", 1, 9, 1, [ResourceUri(1, "file:/x.jar")])
     for obj in (table, part, func, Database("d", "desc", "file:/w", {"a": "b"}, None, "o", 1, "hive", 3)):
-        assert events.thrift_json(obj) == serialize(obj, _TJSON).decode("utf-8")
-        assert events.from_thrift_json(type(obj), events.thrift_json(obj)) == obj
+        assert tjson.thrift_json(obj) == serialize(obj, _TJSON).decode("utf-8")
+        assert tjson.from_thrift_json(type(obj), tjson.thrift_json(obj)) == obj
 
 
 def test_thrift_json_doubles_binary_and_escapes_round_trip() -> None:
@@ -569,15 +569,15 @@ def test_thrift_json_doubles_binary_and_escapes_round_trip() -> None:
         ],
         engine="hive",
     )  # fmt: skip
-    text = events.thrift_json(cs)
+    text = tjson.thrift_json(cs)
     assert '{"dbl":1.0E20}' in text and '{"dbl":-1.5E-7}' in text and '{"dbl":1.23456789E7}' in text
     assert '"AQL/"' in text  # base64 without padding, as Java writes it
-    assert events.from_thrift_json(ColumnStatistics, text) == cs
+    assert tjson.from_thrift_json(ColumnStatistics, text) == cs
     assert deserialize(ColumnStatistics(), text.encode(), _TJSON) == cs
     weird = FieldSchema('a\n\x01"/\\é😀', "t\tx", None)
-    text = events.thrift_json(weird)
+    text = tjson.thrift_json(weird)
     assert "\\u0001" in text and '\\"' in text and "é😀" in text
-    assert events.from_thrift_json(FieldSchema, text) == weird
+    assert tjson.from_thrift_json(FieldSchema, text) == weird
     json.loads(text)  # valid JSON (Thrift's Python writer leaves control characters raw)
 
 
@@ -597,7 +597,7 @@ def test_thrift_json_doubles_binary_and_escapes_round_trip() -> None:
     ],
 )
 def test_java_double(value: float, text: str) -> None:
-    assert events.java_double(value) == text
+    assert tjson.java_double(value) == text
 
 
 def test_file_uri_encoding() -> None:
@@ -624,7 +624,9 @@ def test_txn_messages_fields_and_decoding() -> None:
     b = json.loads(events.open_txn_message([5, 6, 7]))
     assert set(b) == HEAD | {"txnIds", "timestamp", "fromTxnId", "toTxnId"}
     assert (b["txnIds"], b["fromTxnId"], b["toTxnId"]) == ([5, 6, 7], 5, 7)
-    assert events.parse_event(_event("OPEN_TXN", json.dumps({"fromTxnId": 3, "toTxnId": 5}))).txn_ids == [
+    assert event_messages.parse_event(
+        _event("OPEN_TXN", json.dumps({"fromTxnId": 3, "toTxnId": 5}))
+    ).txn_ids == [
         3,
         4,
         5,
@@ -649,8 +651,8 @@ def test_txn_messages_fields_and_decoding() -> None:
     ]
     b = json.loads(events.commit_txn_message(9, writes))
     assert b["writeIds"] == [3, 4] and b["tables"] == ["t", "u"] and b["partitions"] == ["ds=1", None]
-    m = events.parse_event(_event("COMMIT_TXN", events.commit_txn_message(9, writes)))
-    assert isinstance(m, events.CommitTxn) and m.txn_id == 9 and m.writes == writes
+    m = event_messages.parse_event(_event("COMMIT_TXN", events.commit_txn_message(9, writes)))
+    assert isinstance(m, event_messages.CommitTxn) and m.txn_id == 9 and m.writes == writes
 
     b = json.loads(events.abort_txn_message(9, ["d"]))
     assert set(b) == HEAD | {"txnid", "timestamp", "dbsUpdated", "writeIds"} and b["dbsUpdated"] == ["d"]
@@ -660,7 +662,9 @@ def test_txn_messages_fields_and_decoding() -> None:
     b = json.loads(text)
     assert set(b) == HEAD | {"dbName", "tableName", "txnIdList", "writeIdList", "timestamp"}
     assert (b["txnIdList"], b["writeIdList"]) == ([5, 6], [1, 2])
-    assert events.parse_event(_event("ALLOC_WRITE_ID_EVENT", text, "d", "t")).txn_to_write_ids == pairs
+    assert (
+        event_messages.parse_event(_event("ALLOC_WRITE_ID_EVENT", text, "d", "t")).txn_to_write_ids == pairs
+    )
 
     table = _sample_table()
     part = Partition(["2024"], "d", "t", 1, 0, table.sd, {"k": "v"}, None, "hive", 3)
@@ -684,8 +688,8 @@ def test_txn_messages_fields_and_decoding() -> None:
         "files",
     }
     assert (b["partition"], b["files"]) == ("ds=2024", ["file:/w/d.db/t/ds=2024/f1###delta_3_3"])
-    m = events.parse_event(_event("ACID_WRITE_EVENT", text, "d", "t"))
-    assert isinstance(m, events.AcidWrite) and m.table == table and m.partition == part
+    m = event_messages.parse_event(_event("ACID_WRITE_EVENT", text, "d", "t"))
+    assert isinstance(m, event_messages.AcidWrite) and m.table == table and m.partition == part
     assert json.loads(events.acid_write_message(9, 3, table, None, data))["partition"] == ""
 
     text = events.insert_message(table, None, data)
@@ -702,9 +706,14 @@ def test_txn_messages_fields_and_decoding() -> None:
     }
     assert (b["replace"], b["ptnObjJson"], b["files"]) == ("true", None, ["file:/w/d.db/t/ds=2024/f1###"])
     data.replace = False
-    m = events.parse_event(_event("INSERT", events.insert_message(table, part, data), "d", "t"))
-    assert isinstance(m, events.Insert) and m.replace is False and m.partition == part and m.table == table
+    m = event_messages.parse_event(_event("INSERT", events.insert_message(table, part, data), "d", "t"))
+    assert (
+        isinstance(m, event_messages.Insert)
+        and m.replace is False
+        and m.partition == part
+        and m.table == table
+    )
 
-    assert isinstance(events.parse_event(_event("SOMETHING_NEW", "{}")), events.Unknown)
+    assert isinstance(event_messages.parse_event(_event("SOMETHING_NEW", "{}")), event_messages.Unknown)
     with pytest.raises(ValueError):
-        events.parse_event(_event("CREATE_TABLE", "not json"))
+        event_messages.parse_event(_event("CREATE_TABLE", "not json"))

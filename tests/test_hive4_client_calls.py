@@ -19,45 +19,16 @@ server's warehouse directory as ``{wh}``, txn ids relative to the scenario's fir
 dropped. Exceptions whose texts differ while their types agree compare by type (:data:`TYPE_ONLY`).
 Where hivemesh differs on purpose, :data:`KNOWN` says why and pins both answers.
 
-BUGS_FOUND: hivemesh bugs this scenario found. Each is also in :data:`KNOWN`, its reason starting
-"hivemesh bug: to fix", with hivemesh's and Hive 4's answers, until it is fixed (then drop the entry):
-
-1. ``get_database``: ``Database.type`` unset; Hive 4 sets NATIVE (1). [Database.type]
-2. ``create_database`` without ``ownerName`` after ``set_ugi("alice")``: hivemesh leaves the owner
-   unset; Hive 3/4 make the calling user the owner (pyiceberg sends no owner).
-   [database owner, none given (set_ugi alice)]
-3. A StorageDescriptor whose ``numBuckets`` the client left unset (pyiceberg's tables, views) reads
-   back as -1; Hive stores Thrift's default 0. [numBuckets left unset by the client]
-4. Name patterns of ``get_databases``/``get_tables`` (and the other pattern calls): ``.`` matches
-   any one character in Hive (2.3: regex; 4: SQL LIKE ``_``), hivemesh matches it literally:
-   ``get_tables(db, "p.*")`` is ``["plain"]`` on Hive, ``[]`` on hivemesh. [get_databases dot,
-   get_tables p.*]
-5. ``get_partition_names`` of a missing table: hivemesh raises NoSuchObjectException; Hive (2.3
-   and 4) answer ``[]``. [get_partition_names missing table]
-6. ``rename_partition`` onto an existing partition: hivemesh fails with TApplicationException
-   "Internal error processing rename_partition"; Hive raises InvalidOperationException.
-   [rename_partition onto existing]
-7. ``alter_function`` of a missing function: hivemesh raises InvalidOperationException; Hive
-   MetaException "function nope doesn't exist". [alter_function missing]
-8. The read-only role and privilege calls are not implemented ("Invalid method name"):
-   ``get_role_names``, ``list_roles``, ``get_role_grants_for_principal``, ``get_principals_in_role``,
-   ``get_privilege_set``, ``list_privileges``; Trino sends them with hive.security=sql-standard.
-   Hive answers roles admin/public, every user in public, empty privilege sets. [get_role_names,
-   list_roles *, get_role_grants_for_principal, get_principals_in_role *, get_privilege_set *,
-   list_privileges *]
-9. ``get_config_value`` answers the client's default for Hive settings hivemesh has a value for:
-   ``hive.metastore.try.direct.sql`` (Spark asks it before filtering partitions; hivemesh's own
-   ``getMetaConf`` says "true"), ``hive.exec.default.partition.name`` ("__HIVE_DEFAULT_PARTITION__"),
-   ``hive.metastore.partition.name.whitelist.pattern`` (""). [get_config_value *]
-10. A new transactional table gets no ``transactional_properties=default`` (Hive 3/4 add it).
-    [acid table created]
-11. ``alter_table_req(writeId=N)`` on a transactional table (Trino's alterTransactionalTable):
-    Hive stores N as ``Table.writeId``; hivemesh keeps 0. [acid Table.writeId after alter_table_req]
-12. ``get_table_column_statistics`` / ``get_partition_column_statistics``: ``ColumnStatistics.engine``
-    unset; Hive 4 sets "hive". [stats: get_table_column_statistics, stats: get_partition_column_statistics]
-13. Cosmetic: messages that copy Hive's show Python list reprs (``partition values=['eu', '1999']``,
-    Hive ``[eu, 1999]``). [get_partition missing, get_partition_with_auth missing, add_partitions wrong
-    value count, get_partition_names_ps ['eu', '2023', 'x']]
+BUGS_FOUND: this scenario found 13 hivemesh bugs, since fixed: ``Database.type`` unset (Hive 4:
+NATIVE); no owner for a database created without one (Hive 3/4: the ``set_ugi`` user); an unset
+``numBuckets`` read back as -1 (Hive: 0); ``.`` in name patterns matched literally (Hive: any one
+character); ``get_partition_names`` of a missing table raised (Hive: ``[]``); ``rename_partition``
+onto an existing partition failed with an internal error (Hive: InvalidOperationException);
+``alter_function`` of a missing function raised InvalidOperationException (Hive: MetaException);
+the read-only role and privilege calls were missing; ``get_config_value`` answered the client's
+default for settings hivemesh has; no ``transactional_properties=default`` on new transactional
+tables; ``alter_table_req(writeId=N)`` left ``Table.writeId`` at 0; ``ColumnStatistics.engine``
+unset (Hive 4: "hive"); Python list reprs in messages copied from Hive's (Hive: ``[eu, 1999]``).
 """
 
 from __future__ import annotations
@@ -861,7 +832,7 @@ TYPE_ONLY = {
     "drop_table_with_environment_context missing", "drop_database missing",
 }  # fmt: skip
 
-# Deliberate differences: label -> (why, hivemesh's answer, Hive 4.2's answer).
+# The start of the reason of a KNOWN entry that pins a hivemesh bug until it is fixed.
 BUG = "hivemesh bug: to fix. "
 
 
@@ -869,15 +840,6 @@ def _no_method(name: str) -> str:
     return f"TApplicationException: Invalid method name: '{name}'"
 
 
-_NO_ROLES = (
-    BUG + "hivemesh lacks the read-only role and privilege calls (Trino sends them with "
-    "hive.security=sql-standard: SHOW ROLES, SHOW GRANTS, SHOW CURRENT ROLES); Hive answers them without "
-    "any authorization set up: the roles admin and public, every user in public, no privileges"
-)
-_PY_REPR = (
-    BUG + "cosmetic: the message shows Python list reprs (['eu', '1999']) where Hive's, which hivemesh's "
-    "copies, shows Java lists ([eu, 1999])"
-)
 _DELETE_NOTHING = (
     "Hive 4 answers true when there are no statistics to delete (even for a missing partition); "
     "hivemesh raises NoSuchObjectException, as Hive 2.3 and 3.1 do. Trino deletes only the columns "
@@ -890,8 +852,8 @@ _LIKE = (
     "filters find nothing)"
 )
 
-# Differences: label -> (why, hivemesh's answer, Hive 4.2's answer). Those whose reason starts with
-# BUG are hivemesh bugs (see BUGS_FOUND in the module docstring), pinned until they are fixed.
+# Differences: label -> (why, hivemesh's answer, Hive 4.2's answer). All deliberate now; a hivemesh
+# bug found here is pinned with a reason starting with BUG until it is fixed (see BUGS_FOUND).
 KNOWN: dict[str, tuple[str, Any, Any]] = {
     # --- deliberate
     "database location chosen by the server": (
@@ -981,219 +943,6 @@ KNOWN: dict[str, tuple[str, Any, Any]] = {
             "UPDATE_TBL_COL_STAT_EVENT": 1,
         },
     ),  # fmt: skip
-    # --- hivemesh bugs (BUGS_FOUND)
-    "Database.type": (
-        BUG + "Hive 4 sets Database.type NATIVE (1); hivemesh leaves it unset",
-        [None, None],
-        [1, 1],
-    ),
-    "database owner, none given (set_ugi alice)": (
-        BUG + "Hive 3/4 make the calling user (set_ugi's) the owner of a database created without "
-        "ownerName (pyiceberg's create_namespace sends none); hivemesh leaves the owner unset",
-        None,
-        "alice",
-    ),
-    "numBuckets left unset by the client": (
-        BUG + "an unset StorageDescriptor.numBuckets (pyiceberg, views) is stored as Thrift's default 0 "
-        "by Hive; hivemesh stores -1",
-        [-1, -1],
-        [0, 0],
-    ),
-    "get_databases dot": (
-        BUG + "'.' in a name pattern matches any one character in Hive (2.3: a regex; 4: SQL LIKE's _); "
-        "hivemesh matches it literally",
-        [],
-        ["{db}", "{db}_b"],
-    ),
-    "get_tables p.*": (BUG + "as for get_databases: '.' matches any one character in Hive", [], ["plain"]),
-    "get_partition_names missing table": (
-        BUG + "Hive (2.3 and 4) list no names for a missing table; hivemesh raises NoSuchObjectException",
-        "NoSuchObjectException: {db}.nope table not found",
-        [],
-    ),
-    "rename_partition onto existing": (
-        BUG + "renaming a partition onto an existing one: Hive raises InvalidOperationException, "
-        "hivemesh fails with an internal error (TApplicationException)",
-        "TApplicationException: Internal error processing rename_partition: Partition already exists: "
-        "{db}.sales region=eu/year=2023",
-        "InvalidOperationException: Partition already exists:{db}.sales.[eu, 2023]",
-    ),
-    "alter_function missing": (
-        BUG + "alter_function of a missing function: Hive (2.3 and 4) raise MetaException, hivemesh "
-        "InvalidOperationException",
-        "InvalidOperationException: Function {db}.nope does not exist",
-        "MetaException: function nope doesn't exist",
-    ),
-    "get_role_names": (_NO_ROLES, _no_method("get_role_names"), ["admin", "public"]),
-    "list_roles alice": (
-        _NO_ROLES,
-        _no_method("list_roles"),
-        [{"roleName": "public", "createTime": 0, "ownerName": "public"}],
-    ),
-    "list_roles public": (_NO_ROLES, _no_method("list_roles"), []),
-    "get_role_grants_for_principal": (
-        _NO_ROLES,
-        _no_method("get_role_grants_for_principal"),
-        {
-            "principalGrants": [
-                {
-                    "roleName": "public",
-                    "principalName": "alice",
-                    "principalType": 1,
-                    "grantOption": False,
-                    "grantTime": 0,
-                }
-            ]
-        },
-    ),  # fmt: skip
-    "get_principals_in_role public": (
-        _NO_ROLES,
-        _no_method("get_principals_in_role"),
-        {"principalGrants": []},
-    ),
-    "get_principals_in_role missing": (
-        _NO_ROLES,
-        _no_method("get_principals_in_role"),
-        {"principalGrants": []},
-    ),
-    "get_privilege_set global": (_NO_ROLES, _no_method("get_privilege_set"), {"groupPrivileges": {}}),
-    "get_privilege_set table": (
-        _NO_ROLES,
-        _no_method("get_privilege_set"),
-        {"userPrivileges": {"alice": []}, "rolePrivileges": {"public": []}},
-    ),
-    "list_privileges table": (_NO_ROLES, _no_method("list_privileges"), []),
-    "list_privileges global": (_NO_ROLES, _no_method("list_privileges"), []),
-    "get_config_value hive.metastore.try.direct.sql": (
-        BUG + "get_config_value answers the client's default for Hive settings hivemesh has a value for "
-        "(getMetaConf answers 'true' here); Spark asks this one before get_partitions_by_filter",
-        "dflt",
-        "true",
-    ),
-    "get_config_value hive.exec.default.partition.name": (
-        BUG + "get_config_value answers the client's default, not the name hivemesh uses for null "
-        "partition values",
-        "dflt",
-        "__HIVE_DEFAULT_PARTITION__",
-    ),
-    "get_config_value hive.metastore.partition.name.whitelist.pattern": (
-        BUG + "get_config_value answers the client's default; Hive answers its (empty) setting",
-        "dflt",
-        "",
-    ),
-    "acid table created": (
-        BUG + "Hive 3/4 add transactional_properties=default to a new transactional table; hivemesh does not",
-        {"transactional": "true", "transient_lastDdlTime": "<time>"},
-        {"transactional": "true", "transactional_properties": "default", "transient_lastDdlTime": "<time>"},
-    ),
-    "acid Table.writeId after alter_table_req": (
-        BUG + "alter_table_req with a writeId (Trino's alterTransactionalTable): Hive stores it as the "
-        "table's writeId (readers check statistics against it); hivemesh keeps tables' writeId at 0",
-        0,
-        1,
-    ),
-    f"{STATS}get_table_column_statistics": (
-        BUG + "Hive 4 sets ColumnStatistics.engine ('hive'); hivemesh leaves it unset",
-        {
-            "statsDesc": {
-                "isTblLevel": True,
-                "dbName": "{db}",
-                "tableName": "plain",
-                "lastAnalyzed": "<time>",
-                "catName": "hive",
-            },
-            "statsObj": [
-                {
-                    "colName": "id",
-                    "colType": "bigint",
-                    "statsData": {
-                        "longStats": {"lowValue": 1, "highValue": 100, "numNulls": 0, "numDVs": 100}
-                    },
-                }
-            ],
-        },
-        {
-            "statsDesc": {
-                "isTblLevel": True,
-                "dbName": "{db}",
-                "tableName": "plain",
-                "lastAnalyzed": "<time>",
-                "catName": "hive",
-            },
-            "statsObj": [
-                {
-                    "colName": "id",
-                    "colType": "bigint",
-                    "statsData": {
-                        "longStats": {"lowValue": 1, "highValue": 100, "numNulls": 0, "numDVs": 100}
-                    },
-                }
-            ],
-            "engine": "hive",
-        },
-    ),  # fmt: skip
-    f"{STATS}get_partition_column_statistics": (
-        BUG + "as for get_table_column_statistics: ColumnStatistics.engine unset",
-        {
-            "statsDesc": {
-                "isTblLevel": False,
-                "dbName": "{db}",
-                "tableName": "sales",
-                "partName": "region=eu/year=2023",
-                "lastAnalyzed": "<time>",
-                "catName": "hive",
-            },
-            "statsObj": [
-                {
-                    "colName": "item",
-                    "colType": "string",
-                    "statsData": {
-                        "stringStats": {"maxColLen": 5, "avgColLen": 3.0, "numNulls": 1, "numDVs": 4}
-                    },
-                }
-            ],
-        },
-        {
-            "statsDesc": {
-                "isTblLevel": False,
-                "dbName": "{db}",
-                "tableName": "sales",
-                "partName": "region=eu/year=2023",
-                "lastAnalyzed": "<time>",
-                "catName": "hive",
-            },
-            "statsObj": [
-                {
-                    "colName": "item",
-                    "colType": "string",
-                    "statsData": {
-                        "stringStats": {"maxColLen": 5, "avgColLen": 3.0, "numNulls": 1, "numDVs": 4}
-                    },
-                }
-            ],
-            "engine": "hive",
-        },
-    ),  # fmt: skip
-    "get_partition missing": (
-        _PY_REPR,
-        "NoSuchObjectException: partition values=['eu', '1999']",
-        "NoSuchObjectException: partition values=[eu, 1999]",
-    ),
-    "get_partition_with_auth missing": (
-        _PY_REPR,
-        "NoSuchObjectException: partition values=['xx', '1']",
-        "NoSuchObjectException: partition values=[xx, 1]",
-    ),
-    "add_partitions wrong value count": (
-        _PY_REPR,
-        "MetaException: Invalid partition key & values; keys ['region', 'year'], values ['a']",
-        "MetaException: Invalid partition key & values; keys [region, year, ], values [a, ]",
-    ),
-    "get_partition_names_ps ['eu', '2023', 'x']": (
-        _PY_REPR,
-        "MetaException: Incorrect number of partition values: ['eu', '2023', 'x'] for keys ['region', 'year']",
-        "MetaException: Incorrect number of partition values. numPartKeys=2, part_val=[eu, 2023, x]",
-    ),
 }
 
 

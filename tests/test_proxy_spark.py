@@ -33,9 +33,10 @@ import pyarrow as pa
 import pytest
 from hive_metastore.ttypes import LockState, LockType, TxnState
 
+from hivemesh.acid.files import write_bucket_file
 from hivemesh.acid.names import base_dir_name, encode_bucket_property
 from hivemesh.acid.tables import create_transactional_table
-from hivemesh.acid.writer import AcidWriter, resolve_location, write_bucket_file
+from hivemesh.acid.writer import AcidWriter
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.access import is_write
 from hivemesh.quickstart.compare import first_difference
@@ -43,6 +44,7 @@ from hivemesh.quickstart.load import create_database, load_table, register_file_
 from hivemesh.quickstart.queries import QUERIES, Query
 from hivemesh.quickstart.tpch import TABLES, generate, row_count, scale_dir
 from hivemesh.spark import acid_session
+from hivemesh.storage import resolve_location
 from tests.support import federation as fed
 from tests.support.javahms import JAVA_SKIP_REASON, java_available
 

@@ -500,7 +500,7 @@ def test_pg_lost_race_unique_violation_becomes_exists() -> None:
 
     import sqlalchemy as sa
 
-    from hivemesh.federation import remotes as mod
+    from hivemesh.federation.remotes import store as mod
 
     url = make_pg_database("hivemesh_remotes")
     store = RemoteStore(url)

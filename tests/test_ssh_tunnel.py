@@ -380,7 +380,7 @@ def test_chain_is_reopened_after_the_bastion_restarts(
     metastore: HivemeshProcess,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="hivemesh.federation.ssh")
+    caplog.set_level(logging.INFO, logger="hivemesh.federation.connectors.ssh")
     with SshServer(tmp_path / "bastion2", [keys["bastion"]]) as bastion:
         kh = write_known_hosts(tmp_path / "kh", bastion.host_key_line, target.host_key_line)
         with SshTunnel(route(bastion, target), both_keys(keys), kh, timeout_ms=10_000) as tunnel:

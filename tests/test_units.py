@@ -126,7 +126,11 @@ def test_directory_operations(tmp_path) -> None:  # type: ignore[no-untyped-def]
         ("sales", "x*|y*", False),
         ("sales", "sale", False),
         ("a.b", "a.b", True),
-        ("axb", "a.b", False),
+        ("axb", "a.b", True),  # '.' is any one character, as in Hive 2.3 and 4
+        ("ab", "a.b", False),
+        ("plain", "p.*", True),
+        ("p", "p.*", False),
+        ("a+b", "a+b", True),  # other regex characters match themselves
         ("sales", None, True),
     ],
 )

@@ -1,8 +1,10 @@
-"""Typed configuration for every hivemesh command (one ``mesh.yaml`` for all of them).
+"""Typed configuration of ``hivemesh metastore`` (the ``metastore:`` section of ``mesh.yaml``).
 
-Precedence, highest first: command-line options, environment variables (``HIVEMESH_METASTORE_PORT``
-and so on: ``HIVEMESH_<SECTION>_<KEY>``), the YAML file given with ``--config``, built-in defaults.
-Validation errors name the offending key and say what was expected (pydantic).
+Precedence, highest first: command-line options, environment variables named after the YAML keys
+(``HIVEMESH_METASTORE_PORT``, ``HIVEMESH_METASTORE_TXN_TIMEOUT_S``: ``HIVEMESH_<SECTION>_<KEY>``),
+the YAML file given with ``--config``, built-in defaults. Validation errors name the offending key
+and say what was expected (pydantic). The proxy's section is read by
+:mod:`hivemesh.federation.config`, which reads no environment variables.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hivemesh.errors import HivemeshError
+
 DEFAULT_DATA_DIR = Path("hivemesh-data")
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
-class ConfigError(ValueError):
+class ConfigError(HivemeshError, ValueError):
     """A configuration file or value is invalid; the message lists every problem with its key."""
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hivemesh.acid.writer import resolve_location
+from hivemesh.storage import resolve_location
 
 
 def break_partition(location: str) -> None:

@@ -23,11 +23,11 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.orc as paorc
 
+from hivemesh import storage
 from hivemesh.acid.names import ACID_COLUMNS, DELETE, encode_bucket_property, last_flush_length
 from hivemesh.acid.orcfile import hive_to_arrow_type
 from hivemesh.acid.selection import DataFile, ListedFile, SnapshotFiles, select_files
 from hivemesh.acid.tables import NotTransactionalError, is_insert_only, is_transactional, table_file_format
-from hivemesh.acid.writer import resolve_location
 from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
 
 KEY_COLUMNS = ("originalTransaction", "bucket", "rowId")
@@ -47,26 +47,8 @@ def list_location(location: str, filesystem: pafs.FileSystem | None = None) -> l
 
     An absent location lists as empty (a partition dir not yet written). Raises OSError for other
     storage errors."""
-    fs, root = resolve_location(location, filesystem)
-    info = fs.get_file_info(root)
-    if info.type == pafs.FileType.NotFound:
-        return []
-    selector = pafs.FileSelector(root, recursive=True)
-    prefix = root.rstrip("/") + "/"
-    out = []
-    for entry in fs.get_file_info(selector):
-        if entry.type != pafs.FileType.File:
-            continue
-        out.append(
-            ListedFile(
-                entry.path[len(prefix) :] if entry.path.startswith(prefix) else entry.path, entry.size or 0
-            )
-        )
-    return out
-
-
-def _join(location: str, relative: str) -> str:
-    return location.rstrip("/") + "/" + relative
+    fs, root = storage.resolve_location(location, filesystem)
+    return [ListedFile(path, size) for path, size in storage.list_files(fs, root)]
 
 
 def flush_length(location: str, data_file: DataFile, filesystem: pafs.FileSystem | None = None) -> int | None:
@@ -74,7 +56,7 @@ def flush_length(location: str, data_file: DataFile, filesystem: pafs.FileSystem
     file, or None (read the whole file) when there is no side file or it holds no complete value."""
     if data_file.side_file is None:
         return None
-    fs, path = resolve_location(_join(location, data_file.side_file), filesystem)
+    fs, path = storage.resolve_location(storage.join_location(location, data_file.side_file), filesystem)
     try:
         with fs.open_input_stream(path) as f:
             return last_flush_length(f.read())
@@ -87,7 +69,7 @@ def open_orc(
 ) -> paorc.ORCFile:
     """An ORC file opened for reading; with ``length`` only its first ``length`` bytes are seen
     (a streaming file cut at its last flushed footer). OSError/ArrowInvalid for unreadable files."""
-    fs, real = resolve_location(path, filesystem)
+    fs, real = storage.resolve_location(path, filesystem)
     if length is None:
         return paorc.ORCFile(fs.open_input_file(real))
     with fs.open_input_file(real) as f:
@@ -193,7 +175,7 @@ def original_files_info(
     for f in originals:
         bucket = f.bucket_id if f.bucket_id is not None else -1
         start = seen.get(bucket, 0)
-        orc = open_orc(_join(location, f.path), filesystem=filesystem)
+        orc = open_orc(storage.join_location(location, f.path), filesystem=filesystem)
         out.append(OriginalFileInfo(start, orc.nrows, tuple(orc.schema.names)))
         seen[bucket] = start + orc.nrows
     return out
@@ -228,7 +210,7 @@ def delete_keys(
     events in ``delete_files`` whose deleting write id (``currentTransaction``) is valid."""
     parts = []
     for f in delete_files:
-        fs, path = resolve_location(_join(location, f.path), filesystem)
+        fs, path = storage.resolve_location(storage.join_location(location, f.path), filesystem)
         table = _canonical_names(paorc.ORCFile(fs.open_input_file(path)).read(columns=None))
         table = table.filter(
             pc.and_(
@@ -237,13 +219,7 @@ def delete_keys(
         )
         parts.append(table.select(list(KEY_COLUMNS)))
     if not parts:
-        return pa.table(
-            {
-                "originalTransaction": pa.array([], pa.int64()),
-                "bucket": pa.array([], pa.int32()),
-                "rowId": pa.array([], pa.int64()),
-            }
-        )
+        return pa.table(_empty_keys())
     return pa.concat_tables(parts).group_by(list(KEY_COLUMNS)).aggregate([])
 
 
@@ -304,7 +280,7 @@ def read_plain_file(path: str, layout: TableLayout, filesystem: pafs.FileSystem 
     """One data file of an insert-only table (ORC, Parquet or Hive text), cast to the table's
     columns by position."""
     row_type = arrow_row_type(layout.columns)
-    fs, real = resolve_location(path, filesystem)
+    fs, real = storage.resolve_location(path, filesystem)
     fmt = layout.file_format
     if fmt == "orc":
         table = paorc.ORCFile(fs.open_input_file(real)).read()
@@ -355,32 +331,15 @@ def read_snapshot_files(
     if layout.insert_only:
         if with_row_ids:
             raise ValueError("insert-only tables have no row ids")
-        parts = [read_plain_file(_join(location, f.path), layout, filesystem) for f in files.data_files]
+        parts = [
+            read_plain_file(storage.join_location(location, f.path), layout, filesystem)
+            for f in files.data_files
+        ]
         return pa.concat_tables(parts) if parts else schema.empty_table()
-    events = []
-    starts = original_row_id_starts(location, files.original_files, filesystem)
-    for f, start in zip(files.original_files, starts, strict=True):
-        events.append(
-            original_events(_join(location, f.path), row_type, f.bucket_id or 0, start, filesystem=filesystem)
-        )
-    for f in files.data_files:
-        path = _join(location, f.path)
-        if f.directory is None:  # an original file: read above
-            continue
-        length = flush_length(location, f, filesystem)
-        events.append(acid_events(path, row_type, length=length, filesystem=filesystem))
+    events = _snapshot_events(location, files, row_type, filesystem)
     if not events:
-        out = schema.empty_table()
-        if with_row_ids:
-            out = pa.table(
-                {
-                    "originalTransaction": pa.array([], pa.int64()),
-                    "bucket": pa.array([], pa.int32()),
-                    "rowId": pa.array([], pa.int64()),
-                    **{n: out[n] for n in out.column_names},
-                }
-            )
-        return out
+        empty = schema.empty_table()
+        return pa.table(_empty_keys() | {n: empty[n] for n in empty.column_names}) if with_row_ids else empty
     table = pa.concat_tables(events)
     deleted = delete_keys(location, files.delete_files, write_ids, filesystem) if files.delete_files else None
     table = apply_snapshot(table, deleted, write_ids)
@@ -389,6 +348,36 @@ def read_snapshot_files(
     if with_row_ids:
         columns = {k: table[k] for k in KEY_COLUMNS} | columns
     return pa.table(columns)
+
+
+def _snapshot_events(
+    location: str, files: SnapshotFiles, row_type: pa.StructType, filesystem: pafs.FileSystem | None
+) -> list[pa.Table]:
+    """The event tables of a full-ACID snapshot's files: its original files (row ids synthesized)
+    first, then its base and delta files (each cut at its flushed length)."""
+    starts = original_row_id_starts(location, files.original_files, filesystem)
+    events = [
+        original_events(
+            storage.join_location(location, f.path), row_type, f.bucket_id or 0, start, filesystem=filesystem
+        )
+        for f, start in zip(files.original_files, starts, strict=True)
+    ]
+    for f in files.data_files:
+        if f.directory is None:  # an original file: read above
+            continue
+        length = flush_length(location, f, filesystem)
+        path = storage.join_location(location, f.path)
+        events.append(acid_events(path, row_type, length=length, filesystem=filesystem))
+    return events
+
+
+def _empty_keys() -> dict[str, pa.Array]:
+    """Empty ROW__ID columns."""
+    return {
+        "originalTransaction": pa.array([], pa.int64()),
+        "bucket": pa.array([], pa.int32()),
+        "rowId": pa.array([], pa.int64()),
+    }
 
 
 def read_acid_location(
@@ -419,11 +408,11 @@ def schema_from_files(location: str, files: SnapshotFiles) -> list[tuple[str, st
     for f in (*files.data_files, *files.delete_files):
         if f.directory is None:
             continue
-        fs, real = resolve_location(location.rstrip("/") + "/" + f.path)
+        fs, real = storage.resolve_location(storage.join_location(location, f.path))
         row = paorc.ORCFile(fs.open_input_file(real)).schema.field(5).type
         return [(field.name, _hive_type_of(field.type)) for field in row]
     for f in files.original_files:
-        fs, real = resolve_location(location.rstrip("/") + "/" + f.path)
+        fs, real = storage.resolve_location(storage.join_location(location, f.path))
         return [
             (field.name, _hive_type_of(field.type))
             for field in paorc.ORCFile(fs.open_input_file(real)).schema

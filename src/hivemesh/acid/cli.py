@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import click
+from hive_metastore.ttypes import TxnType
 from rich.console import Console
 from rich.table import Table
 
@@ -22,8 +23,11 @@ from hivemesh.acid.arrow_reader import (
     list_location,
     read_snapshot_files,
     schema_from_files,
+    table_layout,
 )
 from hivemesh.acid.selection import SnapshotFiles, select_files
+from hivemesh.acid.tables import split_name, table_locations
+from hivemesh.client.metastore import MetastoreClient, lock_component
 from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
 
 
@@ -49,25 +53,32 @@ def _targets(
     if (table is None) == (path is None):
         raise click.UsageError("give a TABLE (with --metastore-uri) or --path (with --write-ids)")
     if path is not None:
-        if not write_ids:
-            raise click.UsageError(
-                "--path needs --write-ids (Hive ValidReaderWriteIdList, e.g. db.t:4:9223372036854775807::)"
-            )
-        try:
-            wids = ValidWriteIdList.parse(write_ids)
-            vtl = ValidTxnList.parse(txns) if txns else None
-        except ValueError as e:
-            raise click.BadParameter(str(e)) from e
-        yield [_Target(path, path, wids, vtl, None if not insert_only else TableLayout((), insert_only=True))]
+        yield [_path_target(path, write_ids, txns, insert_only)]
         return
+    assert table is not None
     if not metastore_uri:
         raise click.UsageError("TABLE needs --metastore-uri thrift://host:port")
-    from hive_metastore.ttypes import TxnType
+    with _table_targets(table, metastore_uri, partition_filter) as targets:
+        yield targets
 
-    from hivemesh.acid.arrow_reader import table_layout
-    from hivemesh.acid.tables import split_name, table_locations
-    from hivemesh.client.metastore import MetastoreClient, lock_component
 
+def _path_target(path: str, write_ids: str | None, txns: str | None, insert_only: bool) -> _Target:
+    """A directory read under an explicit snapshot."""
+    if not write_ids:
+        raise click.UsageError(
+            "--path needs --write-ids (Hive ValidReaderWriteIdList, e.g. db.t:4:9223372036854775807::)"
+        )
+    try:
+        wids = ValidWriteIdList.parse(write_ids)
+        vtl = ValidTxnList.parse(txns) if txns else None
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from e
+    return _Target(path, path, wids, vtl, None if not insert_only else TableLayout((), insert_only=True))
+
+
+@contextmanager
+def _table_targets(table: str, metastore_uri: str, partition_filter: str | None) -> Iterator[list[_Target]]:
+    """A table's locations read in a read-only txn of the metastore (open while the caller reads)."""
     db, name = split_name(table)
     with MetastoreClient(metastore_uri) as client:
         tbl = client.call("get_table", db, name, idempotent=True)
@@ -80,7 +91,7 @@ def _targets(
             vtl = tx.valid_txn_list()
             wids = tx.valid_write_ids([f"{db}.{name}"], vtl)[f"{db}.{name}"]
             keys = [k.name for k in tbl.partitionKeys or []]
-            targets = [
+            yield [
                 _Target(
                     loc,
                     "/".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or f"{db}.{name}",
@@ -90,7 +101,6 @@ def _targets(
                 )
                 for loc, values in table_locations(client, tbl, partition_filter)
             ]
-            yield targets
 
 
 def _select(t: _Target) -> SnapshotFiles:

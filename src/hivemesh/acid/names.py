@@ -1,7 +1,7 @@
 """File and directory names of Hive ACID tables, and the small binary encodings stored beside them.
 
 Everything here follows Apache Hive (``AcidUtils``, ``BucketCodec``, ``OrcAcidUtils``,
-``OrcRecordUpdater``) as described in ``shared/docs/hive-acid.md``:
+``OrcRecordUpdater``):
 
 * directories inside a table/partition location: ``base_<writeId>[_v<txnId>]``,
   ``delta_<min>_<max>[_<stmtId>][_v<txnId>]`` and ``delete_delta_<min>_<max>[_<stmtId>][_v<txnId>]``
@@ -9,7 +9,8 @@ Everything here follows Apache Hive (``AcidUtils``, ``BucketCodec``, ``OrcAcidUt
   written in full);
 * data files ``bucket_<NNNNN>`` / ``bucket_<NNNNN>_<attempt>`` inside them, pre-ACID ("original")
   files ``000002_0`` / ``000002_0_copy_1`` outside them;
-* the ``bucket`` column value (BucketCodec V1) and the streaming ``_flush_length`` side files.
+* the ``bucket`` column value (BucketCodec V1) and the streaming ``_flush_length`` side files;
+* partition values as writers put them in partition names (:func:`partition_value_text`).
 
 Pure Python: no Spark, no file system access.
 """
@@ -18,6 +19,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from hivemesh.hive.names import DEFAULT_PARTITION_NAME
 
 ACID_VERSION_FILE = "_orc_acid_version"  # in every base/delta dir; text "2" (AcidUtils.OrcAcidVersion)
 METADATA_ACID_FILE = "_metadata_acid"  # JSON {"dataFormat":"compacted","thisFileVersion":"0"}
@@ -310,3 +315,18 @@ def is_hidden(name: str) -> bool:
 def is_acid_marker(name: str) -> bool:
     """True for the ACID marker files :data:`ACID_VERSION_FILE` and :data:`METADATA_ACID_FILE`."""
     return name.rstrip("/").rsplit("/", 1)[-1] in (ACID_VERSION_FILE, METADATA_ACID_FILE)
+
+
+def partition_value_text(value: Any) -> str:
+    """A partition value as Hive stores it: None/"" -> ``__HIVE_DEFAULT_PARTITION__``, booleans
+    ``true``/``false``, dates ``yyyy-MM-dd``, timestamps ``yyyy-MM-dd HH:mm:ss[.fff]``, anything
+    else ``str()``."""
+    if value is None or value == "":
+        return DEFAULT_PARTITION_NAME
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return str(value.replace(tzinfo=None))
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)

@@ -1,6 +1,6 @@
 """One full-ACID ORC file, written exactly as Hive's ``OrcRecordUpdater`` writes it.
 
-Format (Hive ``OrcRecordUpdater``, ``OrcAcidUtils``; see ``shared/docs/hive-acid.md``):
+Format (Hive ``OrcRecordUpdater``, ``OrcAcidUtils``):
 
 * the ORC schema is ``struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,
   currentTransaction:bigint,row:struct<...table columns...>>`` (:func:`acid_schema`);
@@ -49,6 +49,7 @@ import pyorc
 from pyorc.converters import DecimalConverter, ORCConverter
 from pyorc.enums import CompressionKind, TypeKind
 
+from hivemesh import storage
 from hivemesh.acid.names import (
     DELETE,
     INSERT,
@@ -572,7 +573,7 @@ class AcidOrcWriter:
         else:
             path = os.fspath(target)  # type: ignore[arg-type]
             if filesystem is None and path.startswith("file:"):
-                path = file_uri_path(path)
+                path = storage.local_path(path)
             self.path = path
             if filesystem is None:
                 parent = os.path.dirname(path)
@@ -634,11 +635,6 @@ class AcidOrcWriter:
     def rows(self) -> int:
         """Events written so far."""
         return self.inserts + self.updates + self.deletes
-
-    @property
-    def bytes_written(self) -> int:
-        """Bytes written to the file so far (stripes and footers flushed by the ORC writer)."""
-        return self._stream.n
 
     def next_row_id(self, write_id: int) -> int:
         """The row id the next insert of ``write_id`` gets."""
@@ -841,17 +837,6 @@ class AcidOrcWriter:
                 self._filesystem.delete_file(self.path)
         except Exception:
             pass
-
-
-def file_uri_path(location: str) -> str:
-    """The local path of a ``file:`` URI, taken literally as Hadoop does: ``file:/x``,
-    ``file:///x`` and ``file://host/x`` give ``/x``."""
-    rest = location[len("file:") :]
-    if rest.startswith("//"):
-        rest = rest[2:]
-        slash = rest.find("/")
-        rest = rest[slash:] if slash >= 0 else "/"
-    return rest or "/"
 
 
 def arrow_keys(data: pa.Table | pa.RecordBatch) -> list[Key]:

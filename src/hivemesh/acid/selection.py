@@ -4,8 +4,7 @@
 a file listing: it chooses the base, the insert and delete deltas and the original (pre-ACID)
 files a reader with a given :class:`~hivemesh.hive.txn_lists.ValidWriteIdList` (and optionally a
 :class:`~hivemesh.hive.txn_lists.ValidTxnList`) must read, and reports what it left out and why.
-The rules are those of ``shared/docs/hive-acid.md`` ("Reading a snapshot"); the places where
-Hive is subtle are noted on :func:`select_files`.
+The rules, and the places where Hive is subtle, are listed on :func:`select_files`.
 
 Pure Python: no file system access (the caller lists the location recursively), no Spark.
 """
@@ -29,6 +28,7 @@ from hivemesh.acid.names import (
     parse_bucket_file,
     side_file_name,
 )
+from hivemesh.errors import HivemeshError
 from hivemesh.hive.txn_lists import RangeResponse, ValidTxnList, ValidWriteIdList
 
 JAVA_LONG_MIN = -9223372036854775808  # base_<Long.MIN_VALUE>: first compaction of a converted table
@@ -114,7 +114,7 @@ class SnapshotFiles:
         return directory.listed_path in self.write_id_filtered
 
 
-class NotEnoughHistoryError(Exception):
+class NotEnoughHistoryError(HivemeshError):
     """No base is usable for the snapshot and the oldest base was written by compaction, so the
     history below it is gone (Hive ``ErrorMsg.ACID_NOT_ENOUGH_HISTORY``).
 
@@ -277,174 +277,203 @@ def select_files(
     a ``_metadata_acid`` with an unknown version).
     """
     acid, originals, original_dirs = _group(listing)
-    obsolete: list[str] = []
-    aborted: list[str] = []
+    chooser = _Chooser(acid, write_ids, txns, insert_only, read_metadata)
+    base = chooser.best_base()  # rules 1-3
+    chosen = chooser.best_deltas(chooser.working_deltas(), base.write_id if base is not None else 0)  # rule 4
+    if base is not None:  # rule 5: the top-level original files and non-ACID directories are obsolete
+        chooser.obsolete.extend(p for p in originals if "/" not in p)
+        chooser.obsolete.extend(original_dirs)
+        original_files: tuple[DataFile, ...] = ()
+    else:
+        original_files = _original_files(originals, skip_empty_originals)
+    bases = (base,) if base is not None else ()
+    deltas = tuple(d for d in chosen if not d.is_delete)
+    delete_deltas = tuple(d for d in chosen if d.is_delete)
+    accounted = {d.listed_path for d in (*bases, *chosen)} | set(chooser.obsolete) | set(chooser.aborted)
+    return SnapshotFiles(
+        base=base,
+        deltas=deltas,
+        delete_deltas=delete_deltas,
+        data_files=original_files + chooser.files_of(*bases, *deltas),
+        delete_files=chooser.files_of(*delete_deltas),
+        original_files=original_files,
+        obsolete=tuple(sorted(set(chooser.obsolete))),
+        aborted=tuple(sorted(set(chooser.aborted))),
+        ignored=tuple(sorted(n for n in acid if n not in accounted)),
+        write_id_filtered=tuple(sorted(d.listed_path for d in chosen if chooser.needs_filter(d))),
+    )
 
-    def visible(d: AcidDir) -> bool:
-        if txns is None or d.visibility_txn_id <= 0:
+
+class _Chooser:
+    """The steps of :func:`select_files` over one grouped listing; directories left out are
+    collected in :attr:`obsolete` and :attr:`aborted` as the steps go."""
+
+    def __init__(
+        self,
+        dirs: dict[str, _Dir],
+        write_ids: ValidWriteIdList,
+        txns: ValidTxnList | None,
+        insert_only: bool,
+        read_metadata: Callable[[str], bytes | str] | None,
+    ) -> None:
+        self.dirs = dirs
+        self.write_ids = write_ids
+        self.txns = txns
+        self.insert_only = insert_only
+        self.read_metadata = read_metadata
+        self.obsolete: list[str] = []
+        self.aborted: list[str] = []
+
+    def visible(self, d: AcidDir) -> bool:
+        """Rule 1: the directory's ``_v<txn>`` is committed in the reader's txns (or absent, or
+        no txns given); a directory of an aborted txn is recorded as aborted."""
+        if self.txns is None or d.visibility_txn_id <= 0:
             return True
-        if txns.is_txn_valid(d.visibility_txn_id):
+        if self.txns.is_txn_valid(d.visibility_txn_id):
             return True
-        if txns.is_txn_aborted(d.visibility_txn_id):
-            aborted.append(d.listed_path)
+        if self.txns.is_txn_aborted(d.visibility_txn_id):
+            self.aborted.append(d.listed_path)
         return False
 
-    def compacted(name: str) -> bool:
-        d = acid[name]
+    def compacted(self, name: str) -> bool:
+        """A base written by compaction: it has ``_v<txn>``, or a ``_metadata_acid`` saying so."""
+        d = self.dirs[name]
         if d.acid.visibility_txn_id > 0:
             return True
         if not d.has_metadata:
             return False
-        if read_metadata is None:
+        if self.read_metadata is None:
             return True
-        return _metadata_is_compacted(f"{name}/{METADATA_ACID_FILE}", read_metadata)
+        return _metadata_is_compacted(f"{name}/{METADATA_ACID_FILE}", self.read_metadata)
 
-    # -- bases (Hive processBaseDir) --
-    best: str | None = None
-    oldest: str | None = None
-    for name in sorted(n for n, d in acid.items() if d.acid.is_base):
-        base = acid[name].acid
-        if not visible(base):
-            continue
-        wid = base.write_id
-        if oldest is None or acid[oldest].acid.write_id > wid:
-            oldest = name
-        is_compacted = compacted(name)
-        if write_ids.is_write_id_aborted(wid) and not is_compacted:
-            aborted.append(name)
-            continue
-        best_wid = acid[best].acid.write_id if best is not None else None
-        if (
-            best_wid is None
-            or best_wid < wid
-            or (
-                best_wid == wid
-                and is_compacted
-                and (txns is None or txns.is_txn_valid(base.visibility_txn_id))
+    def best_base(self) -> AcidDir | None:
+        """Rules 2 and 3 (Hive ``processBaseDir``): the highest usable base, lower ones obsolete;
+        NotEnoughHistoryError when none is usable and the oldest is compacted."""
+        best: AcidDir | None = None
+        oldest: AcidDir | None = None
+        for name in sorted(n for n, d in self.dirs.items() if d.acid.is_base):
+            base = self.dirs[name].acid
+            if not self.visible(base):
+                continue
+            if oldest is None or oldest.write_id > base.write_id:
+                oldest = base
+            is_compacted = self.compacted(name)
+            if self.write_ids.is_write_id_aborted(base.write_id) and not is_compacted:
+                self.aborted.append(name)
+            elif best is None or best.write_id < base.write_id or self._replaces(best, base, is_compacted):
+                if _is_valid_base(base.write_id, is_compacted, self.write_ids):
+                    if best is not None:
+                        self.obsolete.append(best.listed_path)
+                    best = base
+            else:
+                self.obsolete.append(name)
+        if best is None and oldest is not None and self.compacted(oldest.listed_path):
+            exceptions = self.write_ids.exceptions
+            raise NotEnoughHistoryError(
+                self.write_ids.high_watermark, str(exceptions[0]) if exceptions else "x", oldest.listed_path
             )
-        ):
-            if _is_valid_base(wid, is_compacted, write_ids):
-                if best is not None:
-                    obsolete.append(best)
-                best = name
-        else:
-            obsolete.append(name)
+        return best
 
-    if best is None and oldest is not None and compacted(oldest):
-        exceptions = write_ids.exceptions
-        raise NotEnoughHistoryError(
-            write_ids.high_watermark, str(exceptions[0]) if exceptions else "x", oldest
+    def _replaces(self, best: AcidDir, base: AcidDir, is_compacted: bool) -> bool:
+        """Of two bases with one write id, a committed compacted one beats an INSERT OVERWRITE one."""
+        return (
+            best.write_id == base.write_id
+            and is_compacted
+            and (self.txns is None or self.txns.is_txn_valid(base.visibility_txn_id))
         )
 
-    # -- deltas (Hive processDeltaDir) --
-    working: list[AcidDir] = []
-    for name in sorted(n for n, d in acid.items() if not d.acid.is_base):
-        delta = acid[name].acid
-        if insert_only and delta.is_delete:
-            continue
-        if not visible(delta):
-            continue
-        lo, hi = delta.min_write_id, delta.max_write_id
-        if write_ids.is_write_id_range_aborted(lo, hi) is RangeResponse.ALL:
-            aborted.append(name)
-        elif write_ids.is_write_id_range_valid(lo, hi) is not RangeResponse.NONE:
-            working.append(delta)
-
-    # -- Hive findBestWorkingDeltas --
-    chosen: list[AcidDir] = []
-    current = acid[best].acid.write_id if best is not None else 0
-    last_stmt = -1
-    prev: AcidDir | None = None
-    for nxt in sorted(working, key=_delta_sort_key):
-        if nxt.max_write_id > current:
-            if write_ids.is_write_id_range_valid(current + 1, nxt.max_write_id) is not RangeResponse.NONE:
-                chosen.append(nxt)
-                current = nxt.max_write_id
-                last_stmt = _stmt(nxt)
-                prev = nxt
-        elif (nxt.max_write_id == current and last_stmt >= 0) or (
-            prev is not None
-            and nxt.max_write_id == prev.max_write_id
-            and nxt.min_write_id == prev.min_write_id
-            and _stmt(nxt) == _stmt(prev)
-        ):
-            chosen.append(nxt)
-            prev = nxt
-        else:
-            obsolete.append(nxt.listed_path)
-
-    # -- files --
-    def needs_filter(d: AcidDir) -> bool:
-        lo, hi = d.min_write_id, d.max_write_id
-        return not d.is_base and write_ids.is_write_id_range_valid(lo, hi) is not RangeResponse.ALL
-
-    def files_of(d: AcidDir) -> tuple[DataFile, ...]:
-        listed = acid[d.listed_path].files
-        filtered = needs_filter(d)
-        out = []
-        for path in sorted(listed):
-            if is_side_file(path):
+    def working_deltas(self) -> list[AcidDir]:
+        """Rule 4, first half (Hive ``processDeltaDir``): the visible deltas holding a valid write
+        id; wholly aborted ones are recorded as aborted (delete deltas of insert-only tables are
+        left out)."""
+        working = []
+        for name in sorted(n for n, d in self.dirs.items() if not d.acid.is_base):
+            delta = self.dirs[name].acid
+            if (self.insert_only and delta.is_delete) or not self.visible(delta):
                 continue
-            rel = path.split("/", 1)[1]
-            if insert_only:
+            lo, hi = delta.min_write_id, delta.max_write_id
+            if self.write_ids.is_write_id_range_aborted(lo, hi) is RangeResponse.ALL:
+                self.aborted.append(name)
+            elif self.write_ids.is_write_id_range_valid(lo, hi) is not RangeResponse.NONE:
+                working.append(delta)
+        return working
+
+    def best_deltas(self, working: list[AcidDir], current: int) -> list[AcidDir]:
+        """Rule 4, second half (Hive ``findBestWorkingDeltas``): walk the deltas in Hive's order
+        from write id ``current`` (the base's, else 0); the others are obsolete."""
+        chosen: list[AcidDir] = []
+        last_stmt = -1
+        prev: AcidDir | None = None
+        for nxt in sorted(working, key=_delta_sort_key):
+            if nxt.max_write_id > current:
+                valid = self.write_ids.is_write_id_range_valid(current + 1, nxt.max_write_id)
+                if valid is not RangeResponse.NONE:
+                    chosen.append(nxt)
+                    current = nxt.max_write_id
+                    last_stmt = _stmt(nxt)
+                    prev = nxt
+            elif (nxt.max_write_id == current and last_stmt >= 0) or _twin(prev, nxt):
+                chosen.append(nxt)
+                prev = nxt
+            else:
+                self.obsolete.append(nxt.listed_path)
+        return chosen
+
+    def needs_filter(self, d: AcidDir) -> bool:
+        """A delta whose write-id range holds ids not valid in the snapshot (see
+        :attr:`DataFile.write_id_filter`)."""
+        lo, hi = d.min_write_id, d.max_write_id
+        return not d.is_base and self.write_ids.is_write_id_range_valid(lo, hi) is not RangeResponse.ALL
+
+    def files_of(self, *dirs: AcidDir) -> tuple[DataFile, ...]:
+        """The data files of these directories, each directory's sorted by path."""
+        out: list[DataFile] = []
+        for d in dirs:
+            listed = self.dirs[d.listed_path].files
+            filtered = self.needs_filter(d)
+            for path in sorted(listed):
+                rel = path.split("/", 1)[1]
+                if is_side_file(path) or not self._is_data_file(rel):
+                    continue
                 bucket = parse_bucket_file(rel)
                 if bucket is None:
                     bucket = original_file_bucket(rel)
-            else:
-                if "/" in rel:
-                    continue
-                if rel.startswith(BUCKET_PREFIX):
-                    bucket = parse_bucket_file(rel)
-                else:
-                    bucket = original_file_bucket(rel)
-                    if bucket is None:
-                        continue
-            side = side_file_name(path)
-            out.append(DataFile(path, listed[path], d, bucket, side if side in listed else None, filtered))
+                side = side_file_name(path)
+                out.append(
+                    DataFile(path, listed[path], d, bucket, side if side in listed else None, filtered)
+                )
         return tuple(out)
 
-    original_files: tuple[DataFile, ...] = ()
-    if best is not None:  # Hive: the top-level original files and non-ACID directories
-        obsolete.extend(p for p in originals if "/" not in p)
-        obsolete.extend(original_dirs)
-    else:
-        items = []
-        for path, size in originals.items():
-            if skip_empty_originals and size == 0:
-                continue
-            bucket = original_file_bucket(path)
-            if bucket is None:
-                bucket = parse_bucket_file(path)
-            items.append(DataFile(path, size, None, bucket, None))
-        original_files = tuple(
-            sorted(items, key=lambda f: (-1 if f.bucket_id is None else f.bucket_id, f.path))
-        )
+    def _is_data_file(self, rel: str) -> bool:
+        """Whether a file at ``rel`` inside an ACID directory is data: in insert-only tables any
+        (non-hidden) file; in full ACID a direct child named ``bucket_*`` (Hive
+        ``bucketFileFilter``) or ``N_M[_copy_K]`` (raw files of LOAD DATA)."""
+        if self.insert_only:
+            return True
+        return "/" not in rel and (rel.startswith(BUCKET_PREFIX) or original_file_bucket(rel) is not None)
 
-    base_dir = acid[best].acid if best is not None else None
-    deltas = tuple(d for d in chosen if not d.is_delete)
-    delete_deltas = tuple(d for d in chosen if d.is_delete)
-    data_files = original_files + (files_of(base_dir) if base_dir is not None else ())
-    for d in deltas:
-        data_files += files_of(d)
-    delete_files: tuple[DataFile, ...] = ()
-    for d in delete_deltas:
-        delete_files += files_of(d)
 
-    read = {d.listed_path for d in chosen} | ({best} if best is not None else set())
-    accounted = read | set(obsolete) | set(aborted)
-    ignored = sorted(n for n in acid if n not in accounted)
-    return SnapshotFiles(
-        base=base_dir,
-        deltas=deltas,
-        delete_deltas=delete_deltas,
-        data_files=data_files,
-        delete_files=delete_files,
-        original_files=original_files,
-        obsolete=tuple(sorted(set(obsolete))),
-        aborted=tuple(sorted(set(aborted))),
-        ignored=tuple(ignored),
-        write_id_filtered=tuple(sorted(d.listed_path for d in chosen if needs_filter(d))),
+def _twin(prev: AcidDir | None, nxt: AcidDir) -> bool:
+    """``nxt`` has the range and statement id of the delta taken before it (its delete_delta twin)."""
+    return (
+        prev is not None
+        and nxt.max_write_id == prev.max_write_id
+        and nxt.min_write_id == prev.min_write_id
+        and _stmt(nxt) == _stmt(prev)
     )
+
+
+def _original_files(originals: dict[str, int], skip_empty: bool) -> tuple[DataFile, ...]:
+    """Rule 5 without a base: the original files in row-id order (bucket id, unknown as -1, then path)."""
+    items = []
+    for path, size in originals.items():
+        if skip_empty and size == 0:
+            continue
+        bucket = original_file_bucket(path)
+        if bucket is None:
+            bucket = parse_bucket_file(path)
+        items.append(DataFile(path, size, None, bucket, None))
+    return tuple(sorted(items, key=lambda f: (-1 if f.bucket_id is None else f.bucket_id, f.path)))
 
 
 def _is_valid_base(write_id: int, is_compacted: bool, write_ids: ValidWriteIdList) -> bool:

@@ -41,13 +41,15 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from hive_metastore.ttypes import DataOperationType, LockType
 
+from hivemesh import storage
 from hivemesh.acid import orcfile
+from hivemesh.acid.files import write_acid_version_file
 from hivemesh.acid.names import bucket_file_name, delta_dir_name, encode_flush_length, side_file_name
 from hivemesh.acid.orcfile import AcidOrcWriter, FileStats
-from hivemesh.acid.writer import AcidWriter, PartitionSpec, resolve_location, write_acid_version_file
-from hivemesh.client.metastore import MetastoreClient, lock_component
+from hivemesh.acid.statement import INSERT, PartitionSpec, WriteTable, lock_components
+from hivemesh.client.metastore import MetastoreClient
+from hivemesh.errors import HivemeshError
 
 log = logging.getLogger("hivemesh.acid.streaming")
 
@@ -59,7 +61,7 @@ INACTIVE, OPEN, COMMITTED, ABORTED = (
 )  # HiveStreamingConnection.TxnState
 
 
-class StreamingError(RuntimeError):
+class StreamingError(HivemeshError, RuntimeError):
     """A streaming call that cannot proceed: no transaction open, batch exhausted or closed, a
     heartbeat found the txns aborted, or an earlier failure made the batch unusable."""
 
@@ -103,7 +105,7 @@ class StreamingConnection:
         self.shared_write = shared_write
         self.lock_timeout_s = lock_timeout_s
         self.stripe_size = stripe_size
-        self._table = AcidWriter(client, db, table, filesystem=filesystem, compression=compression)
+        self._table = WriteTable(client, db, table, compression=compression)
         if self._table.insert_only:
             raise ValueError(f"{self._table.full_name} is insert-only: streaming needs a full ACID table")
         self.db = self._table.db
@@ -120,7 +122,7 @@ class StreamingConnection:
             if partition is not None:
                 raise ValueError(f"{self._table.full_name} is not partitioned")
             self.location = self._table.table.sd.location
-        self.filesystem, self.base_path = resolve_location(self.location, filesystem)
+        self.filesystem, self.base_path = storage.resolve_location(self.location, filesystem)
         self.compression = self._table.compression()
         self.current_batch: TransactionBatch | None = None
         self.closed = False
@@ -193,10 +195,10 @@ class TransactionBatch:
             self.closed = True
             raise
         self.min_write_id, self.max_write_id = self.write_ids[0], self.write_ids[-1]
-        self.delta_path = (
-            f"{conn.base_path.rstrip('/')}/{delta_dir_name(self.min_write_id, self.max_write_id)}"
+        self.delta_path = storage.join_location(
+            conn.base_path, delta_dir_name(self.min_write_id, self.max_write_id)
         )
-        self.file_path = f"{self.delta_path}/{bucket_file_name(0)}"
+        self.file_path = storage.join_location(self.delta_path, bucket_file_name(0))
         self.side_file_path: str | None = (
             side_file_name(self.file_path) if self.max_write_id != self.min_write_id else None
         )
@@ -281,11 +283,11 @@ class TransactionBatch:
         self._index += 1
         self._current = OPEN
         conn = self.conn
-        lock_type = LockType.SHARED_WRITE if conn.shared_write else LockType.SHARED_READ
-        comp = lock_component(conn.db, conn.table, conn.partition_name, lock_type, DataOperationType.INSERT)
+        partitions = None if conn.partition_name is None else [conn.partition_name]
+        components = lock_components(conn.db, conn.table, INSERT, partitions, shared_write=conn.shared_write)
         try:
             conn.client.lock(
-                [comp],
+                components,
                 txn_id=self.txn_ids[self._index],
                 timeout_s=conn.lock_timeout_s,
                 agent_info=conn.agent_info,

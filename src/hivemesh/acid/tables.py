@@ -28,6 +28,7 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.acid.orcfile import hive_to_orc_type
+from hivemesh.errors import HivemeshError
 from hivemesh.hive.constants import (
     BUCKETING_VERSION,
     DEFAULT_PROPERTIES,
@@ -210,7 +211,7 @@ def create_transactional_table(
     return client.raw.get_table(table.dbName, table.tableName)
 
 
-class NotTransactionalError(ValueError):
+class NotTransactionalError(HivemeshError, ValueError):
     """The table is not a Hive transactional table (read it as a plain table)."""
 
 

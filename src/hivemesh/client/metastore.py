@@ -69,6 +69,7 @@ from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
 import hivemesh.hive  # noqa: F401 - the HMS exceptions can propagate through `with`
+from hivemesh.errors import HivemeshError
 from hivemesh.hive.txn_lists import ValidTxnList, ValidTxnWriteIdList, ValidWriteIdList
 
 log = logging.getLogger("hivemesh.client")
@@ -79,6 +80,7 @@ TXN_TIMEOUT_KEY = "hive.txn.timeout"
 MAX_LOCK_POLL_S = 1.0  # check_lock backoff ceiling
 
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (TTransportException, OSError, EOFError)
+"""Errors meaning the connection failed, not that the metastore answered (the proxy uses them too)."""
 
 T = TypeVar("T")
 
@@ -95,7 +97,7 @@ _UNITS_S = {
 }  # fmt: skip
 
 
-class MetastoreClientError(RuntimeError):
+class MetastoreClientError(HivemeshError, RuntimeError):
     """An error of this client itself (HMS exceptions are raised unchanged instead)."""
 
 
@@ -480,7 +482,7 @@ class MetastoreClient:
     def get_config_value(self, name: str, default: str) -> str:
         """The metastore's value of ``name`` (``default`` when unset). ConfigValSecurityException
         for keys outside ``hive.*``/``hdfs.*``/``mapred.*``/``metastore.*``."""
-        return self.call("get_config_value", name, default, idempotent=True)
+        return str(self.call("get_config_value", name, default, idempotent=True))
 
     # ------------------------------------------------------------------ transactions
     def open_txns(

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from hive_metastore.ttypes import LockType, MetaException
 
+from hivemesh.errors import HivemeshError
 from hivemesh.federation.config import AccessControl
 
 # calls that never change metadata although their names do not start with get_/list_/...
@@ -37,7 +38,7 @@ def is_write(method: str) -> bool:
     return method not in _NEUTRAL and not method.startswith(_READ_PREFIXES)
 
 
-class AccessDeniedError(Exception):
+class AccessDeniedError(HivemeshError):
     """A call a member's access control refuses; ``str()`` is the client's MetaException text."""
 
 

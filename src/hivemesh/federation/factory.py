@@ -3,22 +3,20 @@ hivemesh, AWS Glue), the name rules and the access rules."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from hivemesh.federation.access import AccessRules
 from hivemesh.federation.config import (
-    AccessControl,
     DatabaseResolution,
     GlueConfig,
     MemberConfig,
     ProxySettings,
     SshTunnelConfig,
 )
+from hivemesh.federation.connectors.base import Connector
 from hivemesh.federation.connectors.direct import DirectCatalog, embedded_catalog
+from hivemesh.federation.connectors.glue import GlueCatalog
 from hivemesh.federation.connectors.thrift import ThriftCatalog
-from hivemesh.federation.members import Member
-from hivemesh.federation.naming import LinkNameMap, NameMap
-from hivemesh.federation.txns import member_index
+from hivemesh.federation.members import Member, MemberIndexes
+from hivemesh.federation.naming import NameMap
 
 
 def thrift_catalog(
@@ -33,6 +31,7 @@ def thrift_catalog(
     """A Thrift connector, through an SSH tunnel when ``ssh`` is given."""
     tunnel = None
     if ssh is not None:
+        # paramiko (heavy, imported by the ssh module) loads only when a tunnel is configured
         from hivemesh.federation.connectors.ssh import SshTunnel
 
         tunnel = SshTunnel(
@@ -56,8 +55,6 @@ def thrift_catalog(
 
 def glue_catalog(cfg: GlueConfig) -> DirectCatalog:
     """An AWS Glue Data Catalog connector (read side of the HMS interface)."""
-    from hivemesh.federation.connectors.glue import GlueCatalog
-
     # Glue databases often have no location; Spark cannot describe a database without one, so
     # such databases are shown at a placeholder glue://<catalog>/<db>.db (remotes are read-only)
     placeholder = f"glue://{cfg.glue_account_id or cfg.region}"
@@ -73,16 +70,16 @@ def glue_catalog(cfg: GlueConfig) -> DirectCatalog:
     )
 
 
-def build_member(cfg: MemberConfig, role: str, settings: ProxySettings) -> Member:
-    """A configured member (``role``: "primary" or "federated"). Raises what opening an embedded
-    store raises; remote connectors connect lazily."""
+def build_member(cfg: MemberConfig, role: str, settings: ProxySettings, indexes: MemberIndexes) -> Member:
+    """A configured member (``role``: "primary" or "federated"), numbered by ``indexes``. Raises
+    what opening an embedded store raises; remote connectors connect lazily."""
     extra_s = cfg.latency_ms / 1000
-    catalog: Any
-    read_catalog = None
+    connector: Connector
+    read_connector = None
     if cfg.embedded is not None:
-        catalog = embedded_catalog(cfg.embedded.db, cfg.embedded.warehouse, cfg.embedded.txn_timeout_s)
+        connector = embedded_catalog(cfg.embedded.db, cfg.embedded.warehouse, cfg.embedded.txn_timeout_s)
     elif cfg.glue_config is not None:
-        catalog = glue_catalog(cfg.glue_config)
+        connector = glue_catalog(cfg.glue_config)
     else:
         opts = dict(
             connect_timeout_s=cfg.connect_timeout_ms / 1000 + extra_s,
@@ -90,9 +87,9 @@ def build_member(cfg: MemberConfig, role: str, settings: ProxySettings) -> Membe
             framed=cfg.framed,
             compact=cfg.compact,
         )
-        catalog = thrift_catalog(cfg.uris, cfg.ssh_tunnel, **opts)
+        connector = thrift_catalog(cfg.uris, cfg.ssh_tunnel, **opts)
         if cfg.read_only_uris:
-            read_catalog = thrift_catalog(cfg.read_only_uris, cfg.ssh_tunnel, **opts)
+            read_connector = thrift_catalog(cfg.read_only_uris, cfg.ssh_tunnel, **opts)
     prefixed = settings.database_resolution is DatabaseResolution.PREFIXED
     names = NameMap(
         prefix=(cfg.database_prefix or "") if (prefixed and role != "primary") else "",
@@ -101,33 +98,14 @@ def build_member(cfg: MemberConfig, role: str, settings: ProxySettings) -> Membe
         mapped_tables=cfg.mapped_tables,
     )
     access = AccessRules(cfg.name, cfg.access_control, cfg.writable_database_white_list)
-    m = Member(
+    return Member(
         cfg.name,
         role,
-        catalog,
+        connector,
         names,
         access,
-        read_catalog=read_catalog,
+        index=indexes.of(cfg.name, primary=role == "primary"),
+        read_connector=read_connector,
         deadline_extra_s=extra_s,
         config=cfg,
     )
-    m.index = member_index(cfg.name, primary=role == "primary")
-    return m
-
-
-def build_link(spec: Any, catalog: Any) -> Member:
-    """A member for a remote (a user-created link) over a shared connector ``catalog``."""
-    name = f"remote:{spec.local_name}"
-    names = LinkNameMap(spec.local_db, spec.remote_db, spec.local_table, spec.remote_table)
-    access = AccessRules(name, AccessControl.READ_ONLY, what="remote")
-    m = Member(name, "remote", catalog, names, access)
-    m.remote_spec = spec
-    m.index = member_index(name)
-    return m
-
-
-def link_catalog(spec: Any) -> Any:
-    """The connector of a remote: Thrift, SSH-tunnelled Thrift or Glue."""
-    if spec.via == "glue":
-        return glue_catalog(spec.glue_config())
-    return thrift_catalog(spec.uris, spec.ssh_tunnel_config())

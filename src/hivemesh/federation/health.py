@@ -8,37 +8,26 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING
 
-from hivemesh.federation.connectors.thrift import ThriftCatalog
+from hivemesh.federation.members import Member
+from hivemesh.federation.routing import MemberCalls
 
-if TYPE_CHECKING:
-    from hivemesh.federation.members import Member
-    from hivemesh.federation.router import Federation
-
-log = logging.getLogger("hivemesh.federation.health")
+log = logging.getLogger(__name__)
 
 
 def probe(member: Member, timeout_s: float) -> frozenset[str]:
-    """The member's database names (real, lower case), asked on a new connection.
-    Raises whatever the connection or the call raises."""
-    cat = member.catalog
-    if isinstance(cat, ThriftCatalog):
-        conn = cat.connect()
-        try:
-            dbs = conn.call("get_all_databases", (), timeout_s)
-        finally:
-            conn.close()
-    else:
-        dbs = cat.call("get_all_databases", ())
+    """The member's database names (real, lower case), asked on its own (a new connection for a
+    Thrift member). Raises whatever the connection or the call raises."""
+    dbs = member.connector.call("get_all_databases", (), timeout_s)
     return frozenset(d.lower() for d in dbs or [])
 
 
 class HealthPoller:
-    """Polls the members of ``fed`` in the background; ``on_change()`` runs after each round."""
+    """Polls the members of ``fed`` in the background; ``on_round()`` runs after each round."""
 
-    def __init__(self, fed: Federation, interval_s: float, on_round: object = None):
+    def __init__(self, fed: MemberCalls, interval_s: float, on_round: Callable[[], None] | None = None):
         self.fed = fed
         self.interval_s = interval_s
         self.on_round = on_round
@@ -52,8 +41,8 @@ class HealthPoller:
         if self.fed.links is not None:
             seen = set()
             for m in self.fed.links.members(tables=True):
-                if id(m.catalog) not in seen:
-                    seen.add(id(m.catalog))
+                if id(m.connector) not in seen:
+                    seen.add(id(m.connector))
                     members.append(m)
         futures = {}
         for m in members:
@@ -72,20 +61,20 @@ class HealthPoller:
                 m.mark_down(e)
                 if m.remote_spec is not None:  # remotes share connectors: mark the others too
                     for other in self.fed.links.members(tables=True):
-                        if other.catalog is m.catalog:
+                        if other.connector is m.connector:
                             other.mark_down(e)
                 continue
             m.mark_up()
             if m.remote_spec is not None:
                 for other in self.fed.links.members(tables=True):
-                    if other.catalog is m.catalog:
+                    if other.connector is m.connector:
                         other.mark_up()
                 continue
             m.databases = dbs
             for d in dbs:
                 if m.names.exposes(d):
                     owners.setdefault(m.names.db_out(d), []).append(m.name)
-        self.fed._note_duplicates(owners)
+        self.fed.note_duplicates(owners)
         if callable(self.on_round):
             self.on_round()
 

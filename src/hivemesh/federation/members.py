@@ -1,4 +1,4 @@
-"""Members of a federation: a catalog connector, its names, its access rules and its health.
+"""Members of a federation: a connector, its names, its access rules and its health.
 
 Every client connection of the proxy has a :class:`Session` holding its own Thrift connection to
 each member it used (Thrift clients are not thread-safe, and ``set_ugi`` is per connection), so
@@ -17,22 +17,51 @@ from typing import Any
 
 from hive_metastore.ttypes import MetaException
 
+from hivemesh.client.metastore import TRANSPORT_ERRORS
+from hivemesh.errors import HivemeshError
 from hivemesh.federation.access import AccessRules, is_read
-from hivemesh.federation.connectors.thrift import TRANSPORT_ERRORS, Connection, ThriftCatalog
+from hivemesh.federation.connectors.base import Connection, Connector
 from hivemesh.federation.naming import NameMap
 
-log = logging.getLogger("hivemesh.federation.members")
+log = logging.getLogger(__name__)
 
 
-class MemberUnavailableError(Exception):
+class MemberUnavailableError(HivemeshError):
     """A member cannot be reached; ``str()`` is the message clients get in a MetaException."""
+
+
+class MemberIndexes:
+    """Small integers for member names, stable for the life of this object (one per proxy): 0 is
+    the primary, the others count from 1. They tag lock ids with their member (see
+    :mod:`hivemesh.federation.txns`). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, int] = {}
+        self._names: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def of(self, name: str, primary: bool = False) -> int:
+        """The index of member ``name`` (0 for the primary), given on first use."""
+        if primary:
+            return 0
+        with self._lock:
+            index = self._by_name.get(name)
+            if index is None:
+                index = self._by_name[name] = len(self._by_name) + 1
+                self._names[index] = name
+            return index
+
+    def name(self, index: int) -> str | None:
+        """The member name given ``index`` (None for 0 and for indexes never given)."""
+        with self._lock:
+            return self._names.get(index)
 
 
 class Session:
     """Per client connection: one open connection per member, and the client's ``set_ugi``."""
 
     def __init__(self) -> None:
-        self.conns: dict[object, Connection] = {}  # keyed by the member (or catalog) object
+        self.conns: dict[object, Connection] = {}  # keyed by the member (or its read connector)
         self.ugi: tuple[str, list[str]] | None = None
         self.txns: list[int] = []  # txns this client opened and has not ended (newest last)
         self.closed = False
@@ -63,50 +92,54 @@ class Session:
 class Member:
     """One metastore of the federation.
 
-    ``catalog``: a :class:`ThriftCatalog` or a direct (in-process) catalog; ``read_catalog``: the
-    primary's read-only endpoint for reads, if configured. ``names``: how its names look to
-    clients. ``access``: what clients may do. ``deadline_extra_s``: Waggle Dance's ``latency``.
+    ``connector``: how it is reached; ``read_connector``: the primary's read-only endpoint for
+    reads, if configured. ``names``: how its names look to clients. ``access``: what clients may
+    do. ``index``: its :class:`MemberIndexes` number (0: the primary). ``deadline_extra_s``: Waggle
+    Dance's ``latency``. ``config``: its configuration (a MemberConfig, None for remotes);
+    ``remote_spec``: the RemoteSpec of a remote (None for configured members).
     """
 
     def __init__(
         self,
         name: str,
         role: str,
-        catalog: Any,
+        connector: Connector,
         names: NameMap,
         access: AccessRules,
         *,
-        read_catalog: Any = None,
+        index: int = 0,
+        read_connector: Connector | None = None,
         deadline_extra_s: float = 0.0,
         config: Any = None,
+        remote_spec: Any = None,
     ):
         self.name = name
         self.role = role  # "primary", "federated" or "remote"
-        self.catalog = catalog
-        self.read_catalog = read_catalog
+        self.connector = connector
+        self.read_connector = read_connector
         self.names = names
         self.access = access
+        self.index = index
         self.deadline_extra_s = deadline_extra_s
         self.config = config
-        self.index = 0  # small integer id, stable for the process (lock id encoding)
+        self.remote_spec = remote_spec
         self.available = True
         self.last_error: str | None = None
         self.changed_at = time.time()
         self.databases: frozenset[str] = frozenset()  # real names, as last listed by the poller
-        self.remote_spec: Any = None  # a RemoteSpec for links
         self.missing: set[str] = set()  # HMS methods the member answered "Invalid method name" to
 
     @property
-    def is_thrift(self) -> bool:
-        """True for members reached over Thrift (their connections live in sessions)."""
-        return isinstance(self.catalog, ThriftCatalog)
+    def keeps_connections(self) -> bool:
+        """True when calls go over connections kept in client sessions (Thrift members)."""
+        return self.connector.sessions
 
     def describe(self) -> str:
         """``primary metastore 'main' (thrift://h:9083)`` for messages."""
         what = {"primary": "primary metastore", "federated": "federated metastore", "remote": "remote"}[
             self.role
         ]
-        return f"{what} '{self.name}' ({self.catalog.describe()})"
+        return f"{what} '{self.name}' ({self.connector.describe()})"
 
     # ------------------------------------------------------------------ health
     def mark_down(self, error: BaseException | str) -> None:
@@ -137,7 +170,7 @@ class Member:
     @property
     def relays(self) -> bool:
         """True if replies can be relayed as bytes: unframed binary Thrift to this member."""
-        return self.is_thrift and not self.catalog.framed and not self.catalog.compact
+        return self.connector.relays
 
     def relay(self, session: Session, method: str, args: Any, timeout_s: float | None = None) -> bytes:
         """Send one call and return its reply message undecoded (see :meth:`Connection.relay`).
@@ -158,10 +191,10 @@ class Member:
         if not self.available:
             raise self.unavailable_error()
         read = is_read(method)
-        catalog = self.read_catalog if (read and self.read_catalog is not None) else self.catalog
-        if not isinstance(catalog, ThriftCatalog):
-            return catalog.call(method, args)
-        key = self if catalog is self.catalog else self.read_catalog
+        connector = self.read_connector if (read and self.read_connector is not None) else self.connector
+        if not connector.sessions:
+            return connector.call(method, args)
+        key = self if connector is self.connector else connector
         conn = session.take(key)
         if conn is not None and conn.stale():
             conn.close()
@@ -169,7 +202,7 @@ class Member:
         for attempt in (1, 2):
             fresh = conn is None
             if fresh:
-                conn = self._connect(catalog, session)
+                conn = self._connect(connector, session)
             assert conn is not None
             try:
                 result = conn.relay(method, args, timeout_s) if relay else conn.call(method, args, timeout_s)
@@ -190,9 +223,9 @@ class Member:
             return result
         raise AssertionError("unreachable")
 
-    def _connect(self, catalog: ThriftCatalog, session: Session) -> Connection:
+    def _connect(self, connector: Connector, session: Session) -> Connection:
         try:
-            conn = catalog.connect()
+            conn = connector.connect()
         except (*TRANSPORT_ERRORS, ConnectionError) as e:
             self.mark_down(e)
             raise MemberUnavailableError(
@@ -207,10 +240,10 @@ class Member:
 
     def close(self) -> None:
         """Release the connector (in-process members stop their housekeeping)."""
-        for cat in (self.catalog, self.read_catalog):
-            if cat is not None:
+        for connector in (self.connector, self.read_connector):
+            if connector is not None:
                 try:
-                    cat.close()
+                    connector.close()
                 except Exception as e:
                     log.warning("closing %s: %s", self.name, e)
 

@@ -27,6 +27,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from hivemesh.federation.routing import current
 from hivemesh.thrift.server import connection
 
 audit_log = logging.getLogger("hivemesh.audit")
@@ -81,7 +82,7 @@ class ProxyMetrics:
         self.audit = True
 
     def observe_member(self, member: str, method: str, seconds: float, error: str | None) -> None:
-        """Record one member call (the router's observer)."""
+        """Record one member call (the federation's observer)."""
         self.member_calls.labels(member, method).inc()
         self.member_latency.labels(member, method).observe(seconds)
         if error:
@@ -89,8 +90,6 @@ class ProxyMetrics:
 
     def observe_call(self, method: str, seconds: float, error: str | None) -> None:
         """Record one client call and write its audit line (the processor's observer)."""
-        from hivemesh.federation.router import current
-
         self.calls.labels(method).inc()
         self.latency.labels(method).observe(seconds)
         if error:

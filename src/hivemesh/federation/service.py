@@ -13,23 +13,25 @@ from types import FrameType
 from typing import Any
 
 from hivemesh.config import ConfigError
+from hivemesh.errors import HivemeshError
 from hivemesh.federation.config import FederationConfig, load_federation_config
 from hivemesh.federation.factory import build_member
+from hivemesh.federation.handler import Federation
 from hivemesh.federation.health import HealthPoller
-from hivemesh.federation.links import LinkRegistry
-from hivemesh.federation.members import Member
+from hivemesh.federation.members import Member, MemberIndexes
 from hivemesh.federation.metrics import HealthServer, ProxyMetrics
-from hivemesh.federation.remotes import RemoteStore
-from hivemesh.federation.router import Federation, Registry
+from hivemesh.federation.remotes.registry import LinkRegistry
+from hivemesh.federation.remotes.store import RemoteStore
+from hivemesh.federation.routing import Registry
 from hivemesh.thrift.processor import HMSProcessor
 from hivemesh.thrift.server import ThriftServer, tune_gc
 
-log = logging.getLogger("hivemesh.federation.service")
+log = logging.getLogger(__name__)
 
 RETIRE_AFTER_S = 60.0  # members replaced by a reload are closed this long after (in-flight calls end)
 
 
-class ProxyStartupError(RuntimeError):
+class ProxyStartupError(HivemeshError, RuntimeError):
     """The proxy cannot start (config, store, port); the message says which."""
 
 
@@ -44,6 +46,7 @@ class ProxyService:
         self.cfg: FederationConfig = load_federation_config(self.config_path, **overrides)
         self.metrics = ProxyMetrics()
         self.metrics.audit = self.cfg.proxy.audit_log
+        self.indexes = MemberIndexes()  # member numbers in lock ids, for the life of the service
         self.fed: Federation | None = None
         self.links: LinkRegistry | None = None
         self.server: ThriftServer | None = None
@@ -79,7 +82,7 @@ class ProxyService:
             ):
                 kept.add(mcfg.name)
                 return prev
-            return build_member(mcfg, role, cfg.proxy)
+            return build_member(mcfg, role, cfg.proxy, self.indexes)
 
         primary = member(cfg.primary, "primary")
         federated = [member(m, "federated") for m in cfg.federated]
@@ -100,10 +103,10 @@ class ProxyService:
         except Exception as e:
             raise ProxyStartupError(f"cannot set up the members: {e}") from e
         try:
-            self.links = LinkRegistry(RemoteStore(s.store), s.remote_refresh_ms / 1000).start()
+            self.links = LinkRegistry(RemoteStore(s.store), self.indexes, s.remote_refresh_ms / 1000).start()
         except Exception as e:
             raise ProxyStartupError(f"cannot open the proxy store {s.store}: {e}") from e
-        self.fed = Federation(registry, self.links, observe=self.metrics.observe_member)
+        self.fed = Federation(registry, self.links, self.indexes, observe=self.metrics.observe_member)
         self.poller = HealthPoller(self.fed, s.status_polling_delay_ms / 1000, on_round=self._update_gauges)
         self.poller.poll_once()
         self.poller.start()
@@ -157,7 +160,7 @@ class ProxyService:
         if self.fed is not None:
             for m in self.fed.registry.members:
                 m.close()
-            self.fed.pool.shutdown(wait=False, cancel_futures=True)
+            self.fed.close()
         if self.links is not None:
             self.links.close()
 
@@ -182,7 +185,7 @@ class ProxyService:
         def info(m: Member) -> dict[str, Any]:
             return {
                 "role": m.role,
-                "endpoint": m.catalog.describe(),
+                "endpoint": m.connector.describe(),
                 "status": "AVAILABLE" if m.available else "UNAVAILABLE",
                 "error": m.last_error,
                 "since": int(m.changed_at),

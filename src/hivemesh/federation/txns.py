@@ -16,10 +16,9 @@ is no two-phase commit across metastores.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hive_metastore.ttypes import (
     AbortTxnRequest,
@@ -28,6 +27,7 @@ from hive_metastore.ttypes import (
     GetValidWriteIdsRequest,
     GetValidWriteIdsResponse,
     HeartbeatRequest,
+    LockType,
     MetaException,
     NoSuchLockException,
     OpenTxnRequest,
@@ -35,36 +35,32 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.federation.access import AccessDeniedError, denied
+from hivemesh.federation.members import Member, MemberIndexes
+from hivemesh.federation.routing import MemberCalls
 from hivemesh.hive.txn_lists import ValidTxnList
 
-if TYPE_CHECKING:
-    from hivemesh.federation.members import Member
-    from hivemesh.federation.router import Federation
-
-log = logging.getLogger("hivemesh.federation.txns")
+log = logging.getLogger(__name__)
 
 LOCK_SHIFT = 48
 _LOCAL_MASK = (1 << LOCK_SHIFT) - 1
-_indexes: dict[str, int] = {}
-_counter = itertools.count(1)
-_index_lock = threading.Lock()
-
-
-def member_index(name: str, primary: bool = False) -> int:
-    """A small integer for a member name, stable for the life of the process (0: the primary)."""
-    if primary:
-        return 0
-    with _index_lock:
-        if name not in _indexes:
-            _indexes[name] = next(_counter)
-        return _indexes[name]
+_WRITE_LOCKS = (LockType.SHARED_WRITE, LockType.EXCL_WRITE, LockType.EXCLUSIVE)
 
 
 class TxnRouter:
-    """Routes the txn and lock calls of :class:`~hivemesh.federation.router.Federation`."""
+    """The txn and lock calls of the proxy (:data:`HMS_METHODS`), sent through ``fed`` to the
+    members involved; ``indexes`` numbers the members in lock ids."""
 
-    def __init__(self, fed: Federation):
+    HMS_METHODS = frozenset(
+        {
+            "open_txns", "commit_txn", "abort_txn", "abort_txns", "heartbeat", "heartbeat_txn_range",
+            "allocate_table_write_ids", "get_valid_write_ids", "lock", "check_lock", "unlock",
+            "add_dynamic_partitions",
+        }
+    )  # fmt: skip
+
+    def __init__(self, fed: MemberCalls, indexes: MemberIndexes):
         self.fed = fed
+        self.indexes = indexes
         self._lock = threading.Lock()
         self._pairs: dict[int, dict[str, int]] = {}  # proxy txn -> {member name: member txn}
         self._writer: dict[int, str] = {}  # proxy txn -> the member it writes to
@@ -80,12 +76,10 @@ class TxnRouter:
     def _member_by_index(self, index: int) -> Member:
         if index == 0:
             return self.primary
-        members = list(self.fed.registry.members)
-        if self.fed.links is not None:
-            members += self.fed.links.members(tables=True)
-        for m in members:
-            if m.index == index:
-                return m
+        name = self.indexes.name(index)
+        member = self.fed.member_named(name) if name is not None else None
+        if member is not None:
+            return member
         raise NoSuchLockException(f"hivemesh proxy: no metastore with index {index} for this lock id")
 
     def _decode(self, lockid: int) -> tuple[Member, int]:
@@ -133,12 +127,6 @@ class TxnRouter:
         if txn in session.txns:
             session.txns.remove(txn)
 
-    def _member_named(self, name: str) -> Member | None:
-        m = self.fed.registry.member(name)
-        if m is None and self.fed.links is not None:
-            m = next((x for x in self.fed.links.members(tables=True) if x.name == name), None)
-        return m
-
     def _check_writer(self, txn: int | None, member: Member) -> None:
         if not txn:
             return
@@ -171,7 +159,7 @@ class TxnRouter:
         done: list[str] = []
         try:
             for name, mt in pairs.items():
-                member = self._member_named(name)
+                member = self.fed.member_named(name)
                 if member is None:
                     continue
                 self.fed.call_member(member, "commit_txn", [CommitTxnRequest(txnid=mt)])
@@ -192,7 +180,7 @@ class TxnRouter:
             self._forget(txn)
 
     def _abort_member(self, name: str, mt: int) -> None:
-        member = self._member_named(name)
+        member = self.fed.member_named(name)
         if member is None:
             return
         try:
@@ -224,7 +212,7 @@ class TxnRouter:
         """Heartbeat a txn (and its member txns) or a txn-less lock on its member."""
         if ids.txnid:
             for name, mt in self._pairs_of(ids.txnid).items():
-                member = self._member_named(name)
+                member = self.fed.member_named(name)
                 if member is not None:
                     self.fed.call_member(member, "heartbeat", [HeartbeatRequest(txnid=mt)])
             lockid = ids.lockid
@@ -245,7 +233,7 @@ class TxnRouter:
             pairs = {t: dict(p) for t, p in self._pairs.items() if txns.min <= t <= txns.max}
         for _t, p in pairs.items():
             for name, mt in p.items():
-                member = self._member_named(name)
+                member = self.fed.member_named(name)
                 if member is not None:
                     try:
                         self.fed.call_member(member, "heartbeat", [HeartbeatRequest(txnid=mt)])
@@ -363,12 +351,7 @@ class TxnRouter:
                 c.tablename = member.names.table_in(real, c.tablename)
             c.dbname = real
         if member.index != 0:
-            from hive_metastore.ttypes import LockType
-
-            if any(
-                c.type in (LockType.SHARED_WRITE, LockType.EXCL_WRITE, LockType.EXCLUSIVE)
-                for c in rqst.component or []
-            ):
+            if any(c.type in _WRITE_LOCKS for c in rqst.component or []):
                 self._check_writer(rqst.txnid, member)
             rqst.txnid = self.member_txn(member, rqst.txnid)
         resp = self.fed.call_member(member, "lock", [rqst])

@@ -59,12 +59,21 @@ def db_ref(db: str | None, catalog: str | None = None) -> str | None:
 @lru_cache(maxsize=1024)
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
     alts = [p.strip() for p in pattern.split("|")]
-    star = re.escape("*")
-    return re.compile("|".join("(?:" + re.escape(p).replace(star, ".*") + ")" for p in alts), re.IGNORECASE)
+    wildcards = {"*": ".*", ".": "."}
+    return re.compile(
+        "|".join("(?:" + "".join(wildcards.get(ch) or re.escape(ch) for ch in p) + ")" for p in alts),
+        re.IGNORECASE,
+    )
 
 
 def matches_pattern(name: str, pattern: str | None) -> bool:
-    """Hive metastore name patterns: ``*`` any characters, ``|`` alternatives, case-insensitive."""
+    """Hive metastore name patterns: ``*`` any characters, ``.`` any one character, ``|``
+    alternatives, case-insensitive; the whole name must match.
+
+    As Hive 2.3 (a Java regex with ``*`` made ``.*``) and Hive 4 (the same regex, which the
+    metastore's RDBMS runs as SQL LIKE: ``%`` and ``_``) agree on names: ``"p.*"`` matches
+    ``plain`` but not ``p``. Other regex characters match themselves.
+    """
     if pattern is None or pattern in ("", "*", ".*"):
         return True
     return _pattern_regex(pattern).fullmatch(name) is not None

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import inspect
 from types import ModuleType
+from typing import Any
 
-from thrift.Thrift import TException
+from hive_metastore import ThriftHiveMetastore, ttypes
+from hive_metastore.ttypes import NotificationEventRequest, TableValidWriteIds
+from thrift.Thrift import TException, TType
 
 _PYTHON_ATTRS = frozenset({"__traceback__", "__cause__", "__context__", "__suppress_context__", "__notes__"})
 
 
 def _setattr(self: object, name: str, value: object) -> None:
     if name in _PYTHON_ATTRS:
-        BaseException.__setattr__(self, name, value)  # type: ignore[arg-type]
+        BaseException.__setattr__(self, name, value)
         return
     raise TypeError("can't modify immutable instance")
 
@@ -33,7 +36,7 @@ def allow_exception_chaining(*modules: ModuleType) -> None:
                 and cls.__module__ == module.__name__
                 and "__setattr__" in cls.__dict__
             ):
-                cls.__setattr__ = _setattr  # type: ignore[assignment]
+                cls.__setattr__ = _setattr  # type: ignore[method-assign]
 
 
 _NOTIFICATION_FILTERS = (
@@ -52,11 +55,8 @@ def add_notification_filters() -> None:
     clients such as Hive's replication send. Without this they would be skipped on decode.
     The accelerated protocols use the extended spec; the pure-Python fallback still skips them.
     """
-    from hive_metastore import ThriftHiveMetastore as service
-    from hive_metastore.ttypes import NotificationEventRequest
-    from thrift.Thrift import TType
 
-    cls = NotificationEventRequest
+    cls: Any = NotificationEventRequest
     if getattr(cls, "_hivemesh_filters", False):
         return
     spec = list(cls.thrift_spec)
@@ -67,16 +67,22 @@ def add_notification_filters() -> None:
     cls.thrift_spec = tuple(spec)
     base_init = cls.__init__
 
-    def __init__(self, lastEvent=None, maxEvents=None, eventTypeSkipList=None, **filters):  # noqa: N803
+    def __init__(  # noqa: N803 - Thrift field names
+        self: Any,
+        lastEvent: int | None = None,
+        maxEvents: int | None = None,
+        eventTypeSkipList: list[str] | None = None,
+        **filters: Any,
+    ) -> None:
         base_init(self, lastEvent, maxEvents, eventTypeSkipList)
         for _, name, _ in _NOTIFICATION_FILTERS:
             setattr(self, name, filters.pop(name, None))
         if filters:
             raise TypeError(f"unexpected NotificationEventRequest fields: {sorted(filters)}")
 
-    cls.__init__ = __init__  # type: ignore[method-assign]
-    service.get_next_notification_args.thrift_spec[1][3][1] = cls.thrift_spec
-    cls._hivemesh_filters = True  # type: ignore[attr-defined]
+    cls.__init__ = __init__
+    ThriftHiveMetastore.get_next_notification_args.thrift_spec[1][3][1] = cls.thrift_spec
+    cls._hivemesh_filters = True
 
 
 TABLE_TXN_LIST_FIELD = 50
@@ -91,10 +97,8 @@ def add_table_txn_list() -> None:
     the member's txn ids are not the primary's, so a reader must judge that table's compacted
     ``base_N_vT`` directories with it. Other clients skip the unknown field, as Thrift does.
     """
-    from hive_metastore.ttypes import TableValidWriteIds
-    from thrift.Thrift import TType
 
-    cls = TableValidWriteIds
+    cls: Any = TableValidWriteIds
     if getattr(cls, "_hivemesh_txn_list", False):
         return
     spec = list(cls.thrift_spec)
@@ -102,27 +106,24 @@ def add_table_txn_list() -> None:
         spec.append(None)
     spec[TABLE_TXN_LIST_FIELD] = (TABLE_TXN_LIST_FIELD, TType.STRING, "hivemeshValidTxnList", "UTF8", None)
     cls.thrift_spec = tuple(spec)
-    cls.hivemeshValidTxnList = None  # type: ignore[attr-defined]
+    cls.hivemeshValidTxnList = None
     _repoint_nested_specs(cls)
-    cls._hivemesh_txn_list = True  # type: ignore[attr-defined]
+    cls._hivemesh_txn_list = True
 
 
 def _repoint_nested_specs(cls: type) -> None:
     """Structs that contain ``cls`` carry ``[cls, spec]`` lists filled when the bindings were
     loaded; point them at ``cls``'s current spec (the C codecs read the nested one)."""
-    from hive_metastore import ThriftHiveMetastore, ttypes
 
     def walk(spec: object) -> None:
         if isinstance(spec, list) and len(spec) == 2 and isinstance(spec[0], type):
             if spec[0] is cls:  # a reference to a struct: not walked into (specs may be cyclic)
-                spec[1] = cls.thrift_spec
+                spec[1] = getattr(cls, "thrift_spec")  # noqa: B009 - set at run time by Thrift
             return
         if isinstance(spec, (tuple, list)):
             for item in spec:
                 if isinstance(item, (tuple, list)):
                     walk(item)
-
-    import inspect
 
     for module in (ttypes, ThriftHiveMetastore):
         for _, struct in inspect.getmembers(module, inspect.isclass):

@@ -9,10 +9,12 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
+from hivemesh.errors import HivemeshError
+
 __all__ = ["JavaNotFound", "find_java", "java_major"]
 
 
-class JavaNotFound(RuntimeError):
+class JavaNotFound(HivemeshError, RuntimeError):
     """No Java runtime of the version asked for was found."""
 
 

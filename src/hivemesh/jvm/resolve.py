@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from hivemesh.errors import HivemeshError
 from hivemesh.jvm.artifacts import BUNDLES, Bundle
 
 __all__ = ["JvmArtifactError", "ResolvedBundle", "cache_dir", "resolve"]
@@ -36,7 +37,7 @@ _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 _MVN_TIMEOUT_S = 1800
 
 
-class JvmArtifactError(RuntimeError):
+class JvmArtifactError(HivemeshError, RuntimeError):
     """A bundle could not be had: unknown name, no Maven, a failed download, a bad override."""
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -14,15 +15,19 @@ from hive_metastore.ttypes import (
     InvalidObjectException,
     MetaException,
     NoSuchObjectException,
+    Partition,
+    Table,
 )
 
 from hivemesh import storage
 from hivemesh.hive.names import DEFAULT_CATALOG, parse_db_name
 from hivemesh.metastore import notification_log
+from hivemesh.metastore.notification_log import PendingEvent
 from hivemesh.metastore.schema import DBS, TBLS
 from hivemesh.metastore.store import Store
+from hivemesh.thrift.server import connection
 
-log = logging.getLogger("hivemesh.metastore")
+log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
@@ -35,21 +40,25 @@ def validate_name(name: str | None) -> bool:
     return bool(name) and len(name) <= MAX_NAME_LENGTH and bool(_NAME.match(name))
 
 
+def calling_user() -> str | None:
+    """The user of the calling connection (its ``set_ugi``), None when it sent none.
+
+    Hive 3/4 take the UGI's user, which without ``set_ugi`` is the server's own; hivemesh then
+    leaves it to the caller (None), as Hive 2.3 leaves a database's owner unset.
+    """
+    return connection().user or None
+
+
+def java_list(values: Any) -> str:
+    """A sequence as Java's ``List.toString`` writes it, for messages copied from Hive:
+    ``["eu", "1999"]`` -> ``[eu, 1999]``."""
+    return "[" + ", ".join(str(v) for v in values or []) + "]"
+
+
 def env_props(environment_context: object) -> dict[str, str]:
     """An EnvironmentContext's properties (empty when the context is absent)."""
     props = getattr(environment_context, "properties", None) if environment_context is not None else None
     return dict(props or {})
-
-
-@dataclass
-class PendingEvent:
-    """A notification event recorded by a call, written to ``NOTIFICATION_LOG`` when its transaction ends."""
-
-    event_type: str
-    message: str
-    db: str | None = None
-    table: str | None = None
-    catalog: str | None = DEFAULT_CATALOG
 
 
 @dataclass
@@ -84,7 +93,11 @@ class Tx:
 
 
 class CatalogBase:
-    """State and helpers common to every handler mixin of :class:`LocalMetastore`."""
+    """State and helpers common to every handler mixin of :class:`LocalMetastore`.
+
+    The methods declared at the end (for type checkers only) are implemented by one mixin and
+    called by others; :class:`~hivemesh.metastore.handler.LocalMetastore` combines them all.
+    """
 
     def __init__(self, store: Store, warehouse: str, txn_timeout_s: float = 300):
         self.store = store
@@ -106,7 +119,7 @@ class CatalogBase:
             except Exception:  # storage clean-up must not turn a committed call into an error
                 log.exception("post-commit storage action failed")
 
-    def read(self):  # type: ignore[no-untyped-def]
+    def read(self) -> AbstractContextManager[sa.Connection]:
         """One read transaction (a consistent view for the whole call)."""
         return self.store.read()
 
@@ -166,3 +179,82 @@ class CatalogBase:
     def invalid_name(name: str | None) -> InvalidObjectException:
         """InvalidObjectException for a name Hive would refuse."""
         return InvalidObjectException(f"{name} is not a valid object name")
+
+    if TYPE_CHECKING:
+        # ---- implemented by one mixin, called by others
+        # TableMixin
+        @staticmethod
+        def _table_image(conn: sa.Connection, cat: str, db: str, tbl: str) -> Table:
+            """The table as ``get_table`` returns it, inside ``conn``'s transaction."""
+            ...
+
+        def _drop_table_tx(self, tx: Tx, db: str, tbl: str, delete_data: bool) -> None:
+            """Drop one table inside ``tx`` (with its DROP_TABLE event)."""
+            ...
+
+        def get_table(self, dbname: str, tbl_name: str) -> Table:
+            """HMS get_table."""
+            ...
+
+        def get_all_tables(self, db_name: str) -> list[str]:
+            """HMS get_all_tables."""
+            ...
+
+        def get_table_objects_by_name(self, dbname: str, tbl_names: list[str]) -> list[Table]:
+            """HMS get_table_objects_by_name."""
+            ...
+
+        # PartitionMixin
+        def _delete_partition_rows(self, conn: sa.Connection, part_ids: sa.Select[Any] | list[int]) -> None:
+            """Delete partition rows (their children go by ON DELETE CASCADE)."""
+            ...
+
+        def get_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Partition:
+            """HMS get_partition."""
+            ...
+
+        def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> list[Partition]:
+            """HMS get_partitions."""
+            ...
+
+        def get_partitions_by_filter(
+            self, db_name: str, tbl_name: str, filter: str, max_parts: int
+        ) -> list[Partition]:  # noqa: A002
+            """HMS get_partitions_by_filter."""
+            ...
+
+        def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
+            """HMS get_partition_names."""
+            ...
+
+        # StatisticsMixin
+        def _key_names(self, conn: sa.Connection, tbl_id: int) -> list[str]:
+            """A table's partition key names, in order."""
+            ...
+
+        # TxnMixin
+        def open_txn_row(
+            self, conn: sa.Connection, txn_id: int | None, for_update: bool = False
+        ) -> sa.Row[Any]:
+            """The TXNS row of an open txn; NoSuchTxnException / TxnAbortedException."""
+            ...
+
+        def on_table_dropped(self, conn: sa.Connection, db: str, table: str) -> None:
+            """Forget a dropped table's write ids and txn components."""
+            ...
+
+        def on_table_renamed(
+            self, conn: sa.Connection, old_db: str, old_table: str, new_db: str, new_table: str
+        ) -> None:
+            """Move a renamed table's write ids, txn components and locks to its new name."""
+            ...
+
+        # LockMixin
+        @staticmethod
+        def _serialize_lock_decisions(conn: sa.Connection) -> int:
+            """Take the NEXT_LOCK_ID row FOR UPDATE; returns the next lock id."""
+            ...
+
+        def release_txn_locks(self, conn: sa.Connection, txn_id: int) -> None:
+            """Drop every lock held or awaited by ``txn_id``."""
+            ...

@@ -23,10 +23,11 @@ from hive_metastore.ttypes import (
 
 from hivemesh.hive.names import db_ref, split_part_name
 from hivemesh.metastore import partition_filter
+from hivemesh.metastore.base import CatalogBase
 from hivemesh.metastore.schema import DBS, PARTITION_EVENTS
 from hivemesh.thrift.server import connection
 
-__all__ = ["META_CONF_DEFAULTS", "ConformanceMixin", "meta_conf"]
+__all__ = ["META_CONF_DEFAULTS", "ConformanceMixin", "is_meta_conf", "meta_conf"]
 
 # Hive's "metaConf" settings: the metastore settings a client may read and change for its own
 # connection (MetastoreConf's metaConfVars), with Hive 4's defaults as getMetaConf prints them.
@@ -55,6 +56,11 @@ def _meta_key(key: str) -> str:
     return name
 
 
+def is_meta_conf(key: str) -> bool:
+    """True for a metaConf setting (:data:`META_CONF_DEFAULTS`, also under its ``metastore.*`` name)."""
+    return _META_ALIASES.get(key, key) in META_CONF_DEFAULTS
+
+
 def meta_conf(key: str) -> str:
     """The calling connection's value of a metaConf setting (its ``setMetaConf``, else the default).
 
@@ -65,7 +71,7 @@ def meta_conf(key: str) -> str:
     return connection().attrs.get("meta_conf", {}).get(name, META_CONF_DEFAULTS[name])
 
 
-class ConformanceMixin:
+class ConformanceMixin(CatalogBase):
     """getMetaConf/setMetaConf, get_partitions_req, get_partition_values, get_table_names_by_filter."""
 
     def getMetaConf(self, key: str) -> str:  # noqa: N802
@@ -92,7 +98,7 @@ class ConformanceMixin:
         db = db_ref(req.dbName, req.catName)
         max_parts = -1 if req.maxParts is None else req.maxParts
         try:
-            parts = self.get_partitions(db, req.tblName, max_parts)  # type: ignore[attr-defined]
+            parts = self.get_partitions(db, req.tblName, max_parts)
         except Exception as e:
             if type(e).__name__ != "NoSuchObjectException":
                 raise
@@ -111,13 +117,13 @@ class ConformanceMixin:
         names = [k.name.lower() for k in request.partitionKeys or []]
         try:
             if request.filter:
-                parts = self.get_partitions_by_filter(db, request.tblName, request.filter, -1)  # type: ignore[attr-defined]
-                table_keys = [k.name.lower() for k in self.get_table(db, request.tblName).partitionKeys]  # type: ignore[attr-defined]
+                parts = self.get_partitions_by_filter(db, request.tblName, request.filter, -1)
+                table_keys = [k.name.lower() for k in self.get_table(db, request.tblName).partitionKeys]
                 specs = [dict(zip(table_keys, p.values, strict=False)) for p in parts]
             else:
                 specs = [
                     {k.lower(): v for k, v in split_part_name(n)}
-                    for n in self.get_partition_names(db, request.tblName, -1)  # type: ignore[attr-defined]
+                    for n in self.get_partition_names(db, request.tblName, -1)
                 ]
         except Exception as e:
             if type(e).__name__ != "NoSuchObjectException":
@@ -155,14 +161,14 @@ class ConformanceMixin:
         if bad:
             raise MetaException(f"Error parsing partition filter: unsupported table filter key(s) {bad}")
         db = db_ref(dbname, None)
-        cat, dbn = self.db_name(db)  # type: ignore[attr-defined]
-        with self.read() as conn:  # type: ignore[attr-defined]
+        cat, dbn = self.db_name(db)
+        with self.read() as conn:
             if (
                 conn.execute(sa.select(DBS.c.DB_ID).where(DBS.c.CTLG_NAME == cat, DBS.c.NAME == dbn)).first()
                 is None
             ):
                 raise UnknownDBException(f"Could not find database {cat}.{dbn}")
-            tables = self.get_table_objects_by_name(db, self.get_all_tables(db))  # type: ignore[attr-defined]
+            tables = self.get_table_objects_by_name(db, self.get_all_tables(db))
         key_types = {k: ("bigint" if k == _LAST_ACCESS else "string") for k in keys}
         limit = -1 if max_tables is None else max_tables
         out: list[str] = []
@@ -185,10 +191,10 @@ class ConformanceMixin:
         UnknownTableException or InvalidPartitionException as Hive's ObjectStore does."""
         db = db_ref(db_name, None)
         try:
-            row = self.table_row(conn, db, tbl_name)  # type: ignore[attr-defined]
+            row = self.table_row(conn, db, tbl_name)
         except NoSuchObjectException as e:
             raise UnknownTableException(f"Table: {tbl_name} is not found.") from e
-        keys = self._key_names(conn, row.TBL_ID)  # type: ignore[attr-defined]
+        keys = self._key_names(conn, row.TBL_ID)
         spec = dict(part_vals or {})
         if len(keys) != len(spec):
             raise InvalidPartitionException(
@@ -209,7 +215,7 @@ class ConformanceMixin:
         Raises UnknownTableException ("Table: <t> is not found.") for a missing table or database
         and InvalidPartitionException for a spec that does not name every partition key.
         """
-        with self.write() as tx:  # type: ignore[attr-defined]
+        with self.write() as tx:
             cat, db, tbl, part = self._event_partition(tx.conn, db_name, tbl_name, part_vals)
             tx.conn.execute(
                 PARTITION_EVENTS.insert().values(
@@ -222,7 +228,7 @@ class ConformanceMixin:
         """Whether :meth:`markPartitionForEvent` recorded ``eventType`` for this partition (marks
         never expire: Hive's ``hive.metastore.event.expiry.duration`` default 0). Raises as
         :meth:`markPartitionForEvent`."""
-        with self.read() as conn:  # type: ignore[attr-defined]
+        with self.read() as conn:
             cat, db, tbl, part = self._event_partition(conn, db_name, tbl_name, part_vals)
             hit = conn.execute(
                 sa.select(PARTITION_EVENTS.c.PART_NAME_ID).where(

@@ -5,7 +5,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
     Database,
+    DatabaseType,
+    DropDatabaseRequest,
     Function,
+    GetDatabaseRequest,
     InvalidObjectException,
     InvalidOperationException,
     MetaException,
@@ -17,7 +20,7 @@ from hivemesh import storage
 from hivemesh.hive import events
 from hivemesh.hive.constants import now_s
 from hivemesh.hive.names import db_ref, matches_pattern, parse_db_name
-from hivemesh.metastore.base import CatalogBase, validate_name
+from hivemesh.metastore.base import CatalogBase, calling_user, validate_name
 from hivemesh.metastore.schema import DATABASE_PARAMS, DBS, FUNCS, TBLS
 
 DEFAULT_DB = "default"
@@ -48,10 +51,15 @@ class DatabaseMixin(CatalogBase):
             ownerType=row.OWNER_TYPE if row.OWNER_TYPE is not None else None,
             catalogName=row.CTLG_NAME,
             createTime=row.CREATE_TIME,
+            type=DatabaseType.NATIVE,  # Hive 4: REMOTE only for databases of a data connector
         )
 
     def create_database(self, database: Database) -> None:
-        """Create a database; raises AlreadyExistsException, InvalidObjectException (bad name)."""
+        """Create a database; raises AlreadyExistsException, InvalidObjectException (bad name).
+
+        Without ``ownerName`` the calling user (the connection's ``set_ugi`` user) owns it, as in
+        Hive 3/4; without either the owner stays unset, as in Hive 2.3.
+        """
         cat = (database.catalogName or "hive").lower()
         name = (database.name or "").lower()
         if not validate_name(name):
@@ -73,7 +81,7 @@ class DatabaseMixin(CatalogBase):
                     CTLG_NAME=cat,
                     DESC=database.description,
                     DB_LOCATION_URI=location,
-                    OWNER_NAME=database.ownerName,
+                    OWNER_NAME=database.ownerName if database.ownerName is not None else calling_user(),
                     OWNER_TYPE=database.ownerType if database.ownerType is not None else PrincipalType.USER,
                     CREATE_TIME=database.createTime or now_s(),
                 )
@@ -99,7 +107,7 @@ class DatabaseMixin(CatalogBase):
         with self.read() as conn:
             return self._to_database(conn, self.db_row(conn, name))
 
-    def get_database_req(self, request) -> Database:  # type: ignore[no-untyped-def]
+    def get_database_req(self, request: GetDatabaseRequest) -> Database:
         """Hive 4 GetDatabaseRequest form of :meth:`get_database`."""
         return self.get_database(db_ref(request.name, request.catalogName))
 
@@ -194,7 +202,7 @@ class DatabaseMixin(CatalogBase):
                 loc = row.DB_LOCATION_URI
                 tx.after_commit.append(lambda: storage.delete_dir(loc))
 
-    def drop_database_req(self, req) -> None:  # type: ignore[no-untyped-def]
+    def drop_database_req(self, req: DropDatabaseRequest) -> None:
         """Hive 4 DropDatabaseRequest form of :meth:`drop_database`."""
         try:
             self.drop_database(db_ref(req.name, req.catalogName), req.deleteData, req.cascade)

@@ -9,6 +9,8 @@ from hive_metastore.ttypes import (
     Function,
     GetAllFunctionsResponse,
     InvalidObjectException,
+    InvalidOperationException,
+    MetaException,
     NoSuchObjectException,
     ResourceUri,
 )
@@ -136,9 +138,9 @@ class FunctionMixin(CatalogBase):
             return GetAllFunctionsResponse(functions=self._load_functions(conn, sa.true()))
 
     def alter_function(self, dbName: str, funcName: str, newFunc: Function) -> None:  # noqa: N803
-        """Replace a function; raises InvalidOperationException when it does not exist."""
-        from hive_metastore.ttypes import InvalidOperationException
-
+        """Replace a function. Raises MetaException("function <name> doesn't exist") for a missing
+        function (as Hive's ObjectStore.alterFunction), InvalidOperationException for a missing
+        database."""
         cat, db = self.db_name(dbName)
         with self.write() as tx:
             row = self.db_row(tx.conn, dbName, exc=InvalidOperationException)
@@ -148,7 +150,7 @@ class FunctionMixin(CatalogBase):
                 )
             ).scalar()
             if fid is None:
-                raise InvalidOperationException(f"Function {db}.{funcName} does not exist")
+                raise MetaException(f"function {funcName.lower()} doesn't exist")
             tx.conn.execute(FUNCS.delete().where(fid == FUNCS.c.FUNC_ID))
             self._insert_function(tx.conn, row.DB_ID, newFunc)
 

@@ -1,27 +1,35 @@
 """The local metastore: every implemented HMS method, on a :class:`~hivemesh.metastore.store.Store`.
 
-Methods take and return ``hive_metastore.ttypes`` objects and raise the HMS exceptions clients
-branch on (see docs/hms-protocol). Methods not defined here are answered by the Thrift layer with
+Methods take and return ``hive_metastore.ttypes`` objects and raise the exceptions Hive's IDL
+declares for them (``NoSuchObjectException``, ``AlreadyExistsException``,
+``InvalidOperationException``, ``MetaException``, ...), with Hive's messages where clients branch on
+them. Methods not defined here are answered by the Thrift layer with
 ``TApplicationException(UNKNOWN_METHOD)``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 import sqlalchemy as sa
 from fb303.ttypes import fb_status
 from hive_metastore.ttypes import (
+    AlreadyExistsException,
     Catalog,
     ConfigValSecurityException,
+    Database,
     GetCatalogResponse,
     GetCatalogsResponse,
     NoSuchObjectException,
+    PrincipalType,
 )
 
 from hivemesh import __version__
-from hivemesh.metastore.conformance import ConformanceMixin
+from hivemesh.hive.names import DEFAULT_PARTITION_NAME
+from hivemesh.metastore.authorization import AuthorizationMixin
+from hivemesh.metastore.conformance import ConformanceMixin, is_meta_conf, meta_conf
 from hivemesh.metastore.databases import DEFAULT_DB, DatabaseMixin
 from hivemesh.metastore.functions import FunctionMixin
 from hivemesh.metastore.locks import LockMixin
@@ -34,6 +42,8 @@ from hivemesh.metastore.store import Store
 from hivemesh.metastore.tables import TableMixin
 from hivemesh.metastore.txns import TxnMixin
 from hivemesh.thrift.server import connection
+
+log = logging.getLogger(__name__)
 
 HIVE_VERSION = "4.0.0"  # the Hive IDL this metastore speaks (reported by getVersion)
 
@@ -49,6 +59,7 @@ class LocalMetastore(
     TxnMixin,
     LockMixin,
     NotificationMixin,
+    AuthorizationMixin,
 ):
     """An HMS-compatible catalog on SQLite or PostgreSQL.
 
@@ -69,11 +80,15 @@ class LocalMetastore(
             "metastore.txn.timeout": f"{txn_timeout_s:g}s",
             "hive.metastore.uris": "",
             "hive.metastore.client.socket.timeout": "600",
+            "hive.exec.default.partition.name": DEFAULT_PARTITION_NAME,
+            "metastore.default.partition.name": DEFAULT_PARTITION_NAME,
             **(conf or {}),
         }
         self._bootstrap()
 
     def _bootstrap(self) -> None:
+        """Create the ``hive`` catalog and the ``default`` database when missing (as Hive's
+        HMSHandler does at start-up)."""
         with self.write() as tx:
             if tx.conn.execute(sa.select(CTLGS.c.CTLG_ID).where(CTLGS.c.NAME == "hive")).first() is None:
                 tx.conn.execute(
@@ -84,24 +99,37 @@ class LocalMetastore(
                         CREATE_TIME=self.started,
                     )
                 )
-            has_default = tx.conn.execute(
+        if not self._has_default_db():
+            self._create_default_db()
+
+    def _has_default_db(self) -> bool:
+        with self.read() as conn:
+            found = conn.execute(
                 sa.select(DBS.c.DB_ID).where(DBS.c.CTLG_NAME == "hive", DBS.c.NAME == DEFAULT_DB)
             ).first()
-        if has_default is None:
-            from hive_metastore.ttypes import Database
+        return found is not None
 
-            try:
-                self.create_database(
-                    Database(
-                        name=DEFAULT_DB,
-                        description="Default Hive database",
-                        locationUri=self.warehouse,
-                        ownerName="public",
-                        ownerType=2,
-                    )
-                )
-            except Exception:  # another process created it first
-                pass
+    def _create_default_db(self) -> None:
+        """Create ``default``; another server starting on the same store may create it first
+        (AlreadyExistsException, or the unique key's IntegrityError when both passed the check)."""
+        default = Database(
+            name=DEFAULT_DB,
+            description="Default Hive database",
+            locationUri=self.warehouse,
+            ownerName="public",
+            ownerType=PrincipalType.ROLE,
+        )
+        try:
+            self.create_database(default)
+        except AlreadyExistsException:
+            pass
+        except sa.exc.IntegrityError:
+            if not self._has_default_db():
+                log.exception("creating the %r database failed", DEFAULT_DB)
+                raise
+        except Exception:
+            log.exception("creating the %r database failed", DEFAULT_DB)
+            raise
 
     # ---------------------------------------------------------------- fb303 and session
     def getName(self) -> str:  # noqa: N802 - fb303 names
@@ -140,10 +168,14 @@ class LocalMetastore(
         return state.groups
 
     def get_config_value(self, name: str, defaultValue: str) -> str:  # noqa: N803
-        """Value of a key known here, else ``defaultValue`` for ``hive.*``, ``hdfs.*``, ``mapred.*``
-        and ``metastore.*`` keys (Hive's whitelist); ConfigValSecurityException for other keys."""
+        """Value of a key known here (the server's settings, then the connection's metaConf
+        settings as ``getMetaConf`` answers them), else ``defaultValue`` for ``hive.*``, ``hdfs.*``,
+        ``mapred.*`` and ``metastore.*`` keys (Hive's whitelist); ConfigValSecurityException for
+        other keys."""
         if name in self.conf:
             return self.conf[name]
+        if is_meta_conf(name):
+            return meta_conf(name)
         if name.startswith(("hive.", "hdfs.", "mapred.", "metastore.")):
             return defaultValue
         raise ConfigValSecurityException(f"For security reasons, the config key {name} cannot be accessed")

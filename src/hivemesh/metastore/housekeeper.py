@@ -12,14 +12,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
 
-from hivemesh.metastore.txns import now_ms
+from hivemesh.hive.constants import now_ms
+from hivemesh.metastore.handler import LocalMetastore
 
-if TYPE_CHECKING:
-    from hivemesh.metastore.handler import LocalMetastore
-
-log = logging.getLogger("hivemesh.metastore.housekeeper")
+log = logging.getLogger(__name__)
 
 
 class Housekeeper:

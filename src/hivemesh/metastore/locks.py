@@ -63,7 +63,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -89,7 +88,7 @@ from hivemesh.hive.constants import now_ms
 from hivemesh.metastore.base import CatalogBase
 from hivemesh.metastore.txn_schema import HIVE_LOCKS, NEXT_LOCK_ID, TXN_COMPONENTS, TXN_TO_WRITE_ID, TXNS
 
-log = logging.getLogger("hivemesh.metastore.locks")
+log = logging.getLogger(__name__)
 
 #: ``HL_LOCK_TYPE`` codes (Hive's) by Thrift ``LockType``.
 TYPE_CODES: dict[int, str] = {
@@ -202,12 +201,6 @@ def find_blockers(request: Sequence[Component], earlier: Sequence[Component]) ->
 
 class LockMixin(CatalogBase):
     """HMS lock calls on ``HIVE_LOCKS`` (see the module docstring for the rules)."""
-
-    if TYPE_CHECKING:
-
-        def open_txn_row(self, conn: sa.Connection, txn_id: int | None, for_update: bool = False) -> sa.Row:
-            """TxnMixin: the TXNS row of an open txn; NoSuchTxnException / TxnAbortedException."""
-            ...
 
     # ------------------------------------------------------------------ called by txns / housekeeper
     def release_txn_locks(self, conn: sa.Connection, txn_id: int) -> None:

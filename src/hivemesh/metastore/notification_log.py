@@ -10,17 +10,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import NotificationEvent
 
+from hivemesh.hive.names import DEFAULT_CATALOG
 from hivemesh.metastore.txn_schema import NOTIFICATION_LOG, NOTIFICATION_SEQUENCE
 
-if TYPE_CHECKING:
-    from hivemesh.metastore.base import PendingEvent
-
 MESSAGE_FORMAT = "json-0.2"  # Hive's JSONMessageEncoder format name
+
+
+@dataclass
+class PendingEvent:
+    """A notification event recorded by a call, written to ``NOTIFICATION_LOG`` when its transaction
+    ends: Hive's event type, its JSON message, and the catalog/database/table it is about."""
+
+    event_type: str
+    message: str
+    db: str | None = None
+    table: str | None = None
+    catalog: str | None = DEFAULT_CATALOG
 
 
 def append_events(conn: sa.Connection, events: Sequence[PendingEvent]) -> list[int]:
@@ -100,7 +111,10 @@ def read_events(
     return [to_event(r) for r in conn.execute(q)]
 
 
-def _scope(q, catalog: str | None, db: str | None, tables: Iterable[str] | None):  # type: ignore[no-untyped-def]
+def _scope(
+    q: sa.Select[Any], catalog: str | None, db: str | None, tables: Iterable[str] | None
+) -> sa.Select[Any]:
+    """``q`` restricted to one catalog, database and tables (case-insensitive; None: no restriction)."""
     if catalog:
         q = q.where(sa.func.lower(NOTIFICATION_LOG.c.CAT_NAME) == catalog.lower())
     if db:

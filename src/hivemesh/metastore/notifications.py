@@ -14,21 +14,26 @@ from typing import Any
 
 from hive_metastore.ttypes import (
     CurrentNotificationEventId,
+    FireEventRequest,
     FireEventResponse,
     InsertEventRequestData,
     MetaException,
+    NotificationEventRequest,
     NotificationEventResponse,
+    NotificationEventsCountRequest,
     NotificationEventsCountResponse,
     Partition,
     Table,
+    WriteNotificationLogBatchRequest,
     WriteNotificationLogBatchResponse,
+    WriteNotificationLogRequest,
     WriteNotificationLogResponse,
 )
 
 from hivemesh.hive import events
 from hivemesh.hive.constants import now_s
-from hivemesh.hive.events import thrift_json
 from hivemesh.hive.names import make_part_name
+from hivemesh.hive.tjson import thrift_json
 from hivemesh.metastore import notification_log
 from hivemesh.metastore.base import CatalogBase
 from hivemesh.metastore.txn_schema import TXN_WRITE_NOTIFICATION_LOG
@@ -61,7 +66,7 @@ class NotificationMixin(CatalogBase):
         return min(live) if live else None
 
     # ------------------------------------------------------------------ reading
-    def get_next_notification(self, rqst) -> NotificationEventResponse:  # type: ignore[no-untyped-def]
+    def get_next_notification(self, rqst: NotificationEventRequest) -> NotificationEventResponse:
         """NotificationEventRequest -> events with id > ``lastEvent`` in id order.
 
         ``maxEvents`` caps the count (all when unset or <= 0); ``eventTypeSkipList`` leaves types
@@ -86,7 +91,9 @@ class NotificationMixin(CatalogBase):
         with self.read() as conn:
             return CurrentNotificationEventId(eventId=notification_log.current_event_id(conn))
 
-    def get_notification_events_count(self, rqst) -> NotificationEventsCountResponse:  # type: ignore[no-untyped-def]
+    def get_notification_events_count(
+        self, rqst: NotificationEventsCountRequest
+    ) -> NotificationEventsCountResponse:
         """NotificationEventsCountRequest(fromEventId, dbName, catName, toEventId, limit) -> count of
         events after ``fromEventId`` (up to ``toEventId``) in that database, capped at ``limit``."""
         with self.read() as conn:
@@ -99,13 +106,13 @@ class NotificationMixin(CatalogBase):
     def _event_objects(
         self, db: str, table: str, partition_vals: list[str] | None
     ) -> tuple[Table, Partition | None]:
-        tbl = self.get_table(db, table)  # type: ignore[attr-defined]
+        tbl = self.get_table(db, table)
         part = None
         if partition_vals:
-            part = self.get_partition(db, table, list(partition_vals))  # type: ignore[attr-defined]
+            part = self.get_partition(db, table, list(partition_vals))
         return tbl, part
 
-    def fire_listener_event(self, rqst) -> FireEventResponse:  # type: ignore[no-untyped-def]
+    def fire_listener_event(self, rqst: FireEventRequest) -> FireEventResponse:
         """FireEventRequest(successful, data{insertData | insertDatas}, dbName, tableName,
         partitionVals) -> the ids of the INSERT events appended (one per insert data; an
         ``insertDatas`` entry names its partition in ``partitionVal``). Nothing is appended for an
@@ -139,7 +146,7 @@ class NotificationMixin(CatalogBase):
             ids = tx.flush_events()
         return FireEventResponse(eventIds=ids)
 
-    def add_write_notification_log(self, rqst) -> WriteNotificationLogResponse:  # type: ignore[no-untyped-def]
+    def add_write_notification_log(self, rqst: WriteNotificationLogRequest) -> WriteNotificationLogResponse:
         """WriteNotificationLogRequest(txnId, writeId, db, table, fileInfo, partitionVals): record
         the files an open txn wrote; appends ACID_WRITE_EVENT now and lists the write in the txn's
         COMMIT_TXN event. NoSuchTxnException / TxnAbortedException when the txn is not open,
@@ -148,20 +155,22 @@ class NotificationMixin(CatalogBase):
         self._write_notifications([rqst])
         return WriteNotificationLogResponse()
 
-    def add_write_notification_log_in_batch(self, rqst) -> WriteNotificationLogBatchResponse:  # type: ignore[no-untyped-def]
+    def add_write_notification_log_in_batch(
+        self, rqst: WriteNotificationLogBatchRequest
+    ) -> WriteNotificationLogBatchResponse:
         """WriteNotificationLogBatchRequest(catalog, db, table, requestList): several
         :meth:`add_write_notification_log` calls in one transaction."""
         self._write_notifications(list(rqst.requestList or []))
         return WriteNotificationLogBatchResponse()
 
-    def _write_notifications(self, requests: list) -> None:  # type: ignore[type-arg]
+    def _write_notifications(self, requests: list[WriteNotificationLogRequest]) -> None:
         prepared = []
         for r in requests:
             tbl, part = self._event_objects(r.db, r.table, r.partitionVals)
             prepared.append((r, tbl, part))
         with self.write() as tx:
             for r, tbl, part in prepared:
-                self.open_txn_row(tx.conn, r.txnId)  # type: ignore[attr-defined]
+                self.open_txn_row(tx.conn, r.txnId)
                 info = r.fileInfo or InsertEventRequestData(filesAdded=[])
                 files = ",".join(info.filesAdded or [])
                 part_name = None

@@ -43,6 +43,8 @@ import sqlalchemy as sa
 from lark import Lark, Token, Transformer, UnexpectedInput, UnexpectedToken
 from lark.exceptions import VisitError
 
+from hivemesh.errors import HivemeshError
+
 __all__ = [
     "And",
     "Comparison",
@@ -59,7 +61,7 @@ __all__ = [
 ]
 
 
-class FilterError(ValueError):
+class FilterError(HivemeshError, ValueError):
     """A filter that cannot be parsed, or that names a key the table does not have.
 
     ``position`` is the 0-based character offset of the problem in the filter text, when known.

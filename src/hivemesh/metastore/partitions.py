@@ -28,7 +28,7 @@ from hivemesh.hive import events
 from hivemesh.hive.constants import now_s
 from hivemesh.hive.names import db_ref, make_part_name, split_part_name, unescape_path_name
 from hivemesh.metastore import fast_stats, partition_filter, rows
-from hivemesh.metastore.base import CatalogBase, Tx, env_props
+from hivemesh.metastore.base import CatalogBase, Tx, env_props, java_list
 from hivemesh.metastore.schema import (
     PARTITION_KEY_VALS,
     PARTITION_KEYS,
@@ -68,9 +68,10 @@ class _TableInfo:
     def part_name(self, values: Sequence[str]) -> str:
         """Hive's escaped partition name for ``values``; MetaException when their count is wrong."""
         if len(values or []) != len(self.key_names):
-            raise MetaException(
-                f"Invalid partition key & values; keys {self.key_names}, values {list(values or [])}"
-            )
+            # Hive's text (Warehouse.makePartName): each item followed by ", "
+            keys = "".join(f"{k}, " for k in self.key_names)
+            vals = "".join(f"{v}, " for v in values or [])
+            raise MetaException(f"Invalid partition key & values; keys [{keys}], values [{vals}]")
         return make_part_name(self.key_names, values)
 
 
@@ -101,7 +102,7 @@ class PartitionMixin(CatalogBase):
 
     def _event_table(self, conn: sa.Connection, info: _TableInfo) -> Table:
         """The table as ``get_table`` returns it, for the objects of partition events."""
-        return self._table_image(conn, info.cat, info.db, info.name)  # type: ignore[attr-defined]
+        return self._table_image(conn, info.cat, info.db, info.name)
 
     @staticmethod
     def _event(tx: Tx, info: _TableInfo, event_type: str, message: str) -> None:
@@ -291,7 +292,7 @@ class PartitionMixin(CatalogBase):
             name = info.part_name(part_vals)
             found = self._load(conn, info, self._ids(info, name == PARTITIONS.c.PART_NAME))
             if not found:
-                raise NoSuchObjectException(f"partition values={list(part_vals)}")
+                raise NoSuchObjectException(f"partition values={java_list(part_vals)}")
             return found[0]
 
     def get_partition_with_auth(
@@ -336,9 +337,13 @@ class PartitionMixin(CatalogBase):
         return self.get_partitions(db_name, tbl_name, max_parts)
 
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
-        """Partition names ``k=v/...`` (escaped), ordered, at most ``max_parts`` (-1 = all)."""
+        """Partition names ``k=v/...`` (escaped), ordered, at most ``max_parts`` (-1 = all); none
+        for a missing table or database (as Hive 2.3 and 4 answer)."""
         with self.read() as conn:
-            info = self._table_info(conn, db_name, tbl_name)
+            try:
+                info = self._table_info(conn, db_name, tbl_name)
+            except NoSuchObjectException:
+                return []
             q = (
                 sa.select(PARTITIONS.c.PART_NAME)
                 .where(info.id == PARTITIONS.c.TBL_ID)
@@ -351,7 +356,8 @@ class PartitionMixin(CatalogBase):
     def _ps_cond(self, info: _TableInfo, part_vals: Sequence[str]) -> Any:
         if len(part_vals or []) > len(info.key_names):
             raise MetaException(
-                f"Incorrect number of partition values: {list(part_vals)} for keys {info.key_names}"
+                f"Incorrect number of partition values. numPartKeys={len(info.key_names)}, "
+                f"part_val={java_list(part_vals)}"
             )
         conds = []
         for i, v in enumerate(part_vals or []):
@@ -621,7 +627,8 @@ class PartitionMixin(CatalogBase):
     ) -> None:
         """Give a partition new values; a managed partition at its default location moves with it.
 
-        Raises InvalidOperationException (missing partition), AlreadyExistsException (target exists).
+        Raises InvalidOperationException (missing partition, or the target exists: Hive's IDL
+        declares no AlreadyExistsException here).
         """
         with self.write() as tx:
             conn = tx.conn
@@ -642,7 +649,9 @@ class PartitionMixin(CatalogBase):
                     info.id == PARTITIONS.c.TBL_ID, new_name == PARTITIONS.c.PART_NAME
                 )
             ).first():
-                raise AlreadyExistsException(f"Partition already exists: {info.db}.{info.name} {new_name}")
+                raise InvalidOperationException(
+                    f"Partition already exists:{info.db}.{info.name}.{java_list(new_part.values)}"
+                )
             old_loc = conn.execute(sa.select(SDS.c.LOCATION).where(SDS.c.SD_ID == row.SD_ID)).scalar()
             before = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
             conn.execute(

@@ -1,7 +1,7 @@
 """Replay a metastore's notification log into another metastore through the HMS Thrift interface.
 
 :func:`replay` applies events read with ``get_next_notification`` (Hive ``json-0.2`` messages,
-see :mod:`hivemesh.hive.events`) to a target catalog (anything with the methods of
+decoded by :mod:`hivemesh.hive.event_messages`) to a target catalog (anything with the methods of
 ``hive_metastore.ThriftHiveMetastore.Client``: a Thrift client, a LocalMetastore, a federation).
 An empty target ends up with the source's databases, tables, partitions, functions, column
 statistics, transactions and write ids. Rules:
@@ -18,9 +18,11 @@ statistics, transactions and write ids. Rules:
   ``replSrcTxnIds``, ``allocate_table_write_ids`` with ``srcTxnToWriteIdList`` (the source's write
   ids are forced), ``commit_txn``/``abort_txn`` with the *source* txn id and ``replPolicy``; the
   target maps source to target txns per policy.
-- Skipped (no catalog change of their own): INSERT and ACID_WRITE_EVENT (data; the table and
-  partition changes they go with come as ALTER events, the txn outcome as COMMIT_TXN), and event
-  types this module does not know.
+- Each message class is applied by the handler :data:`HANDLERS` names for it, or skipped for the
+  reason :data:`SKIPPED` gives (no catalog change of their own): INSERT and ACID_WRITE_EVENT (data;
+  the table and partition changes they go with come as ALTER events, the txn outcome as
+  COMMIT_TXN), and event types hivemesh does not decode. Every registered message class is in
+  exactly one of the two (checked by the tests).
 
 Known gaps, all from Hive's event format: ``alter_function`` has no event; an ``alter_table``
 with CASCADE changes the partitions' columns without ALTER_PARTITION events.
@@ -28,10 +30,10 @@ with CASCADE changes the partitions' columns without ALTER_PARTITION events.
 
 from __future__ import annotations
 
-import logging
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from hive_metastore.ttypes import (
@@ -50,11 +52,9 @@ from hive_metastore.ttypes import (
     Table,
 )
 
-from hivemesh.hive import events as ev
+from hivemesh.hive import event_messages as ev
 from hivemesh.hive.constants import DO_NOT_UPDATE_STATS
 from hivemesh.hive.names import db_ref
-
-log = logging.getLogger("hivemesh.metastore.replay")
 
 DEFAULT_POLICY = "hivemesh.replay"
 _NO_STATS = EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
@@ -157,29 +157,29 @@ class Replayer:
         """Apply one event; True when it changed (or re-confirmed) the target, False when skipped.
         Errors of the target other than the idempotency cases propagate."""
         msg = ev.parse_event(event)
-        handler = getattr(self, "_on_" + type(msg).__name__, None)
+        handler = HANDLERS.get(type(msg))
         if handler is None:
             return False
-        handler(msg)
+        handler(self, msg)
         return True
 
-    def _on_CreateDatabase(self, m: ev.CreateDatabase) -> None:
+    def _on_create_database(self, m: ev.CreateDatabase) -> None:
         db = self._db(m.database)
         try:
             self.target.create_database(db)
         except AlreadyExistsException:
             self.target.alter_database(db_ref(db.name, db.catalogName), db)
 
-    def _on_AlterDatabase(self, m: ev.AlterDatabase) -> None:
+    def _on_alter_database(self, m: ev.AlterDatabase) -> None:
         self.target.alter_database(db_ref(m.before.name, m.before.catalogName), self._db(m.after))
 
-    def _on_DropDatabase(self, m: ev.DropDatabase) -> None:
+    def _on_drop_database(self, m: ev.DropDatabase) -> None:
         try:  # its tables and functions were dropped by the events before this one
             self.target.drop_database(db_ref(m.name, m.event.catName), False, True)
         except NoSuchObjectException:
             pass
 
-    def _on_CreateTable(self, m: ev.CreateTable) -> None:
+    def _on_create_table(self, m: ev.CreateTable) -> None:
         table = self._table(m.table)
         try:
             self.target.create_table_with_environment_context(table, _NO_STATS)
@@ -194,7 +194,7 @@ class Replayer:
             self._types_free = True
         self.target.alter_table_with_environment_context(db, name, table, _NO_STATS)
 
-    def _on_AlterTable(self, m: ev.AlterTable) -> None:
+    def _on_alter_table(self, m: ev.AlterTable) -> None:
         before, after = m.before, self._table(m.after)
         renamed = (before.dbName, before.tableName) != (m.after.dbName, m.after.tableName)
         if renamed and before.sd is not None and after.sd is not None:
@@ -209,13 +209,13 @@ class Replayer:
                 after.sd.location = self.relocate(before.sd.location)
         self._alter_table(before.dbName, before.tableName, after)
 
-    def _on_DropTable(self, m: ev.DropTable) -> None:
+    def _on_drop_table(self, m: ev.DropTable) -> None:
         try:
             self.target.drop_table(m.table.dbName, m.table.tableName, False)
         except NoSuchObjectException:
             pass
 
-    def _on_AddPartition(self, m: ev.AddPartition) -> None:
+    def _on_add_partition(self, m: ev.AddPartition) -> None:
         parts = []
         for p in m.partitions:
             q = self._partition(p)
@@ -241,7 +241,7 @@ class Replayer:
                 m.table.dbName, m.table.tableName, existed, _NO_STATS
             )
 
-    def _on_AlterPartition(self, m: ev.AlterPartition) -> None:
+    def _on_alter_partition(self, m: ev.AlterPartition) -> None:
         db, tbl = m.table.dbName, m.table.tableName
         after = self._partition(m.after)
         if list(m.before.values or []) != list(m.after.values or []):
@@ -250,38 +250,38 @@ class Replayer:
             self.target.rename_partition(db, tbl, m.before.values, after)
         self.target.alter_partitions_with_environment_context(db, tbl, [after], _NO_STATS)
 
-    def _on_DropPartition(self, m: ev.DropPartition) -> None:
+    def _on_drop_partition(self, m: ev.DropPartition) -> None:
         for values in m.values:
             try:
                 self.target.drop_partition(m.table.dbName, m.table.tableName, values, False)
             except NoSuchObjectException:
                 pass
 
-    def _on_CreateFunction(self, m: ev.CreateFunction) -> None:
+    def _on_create_function(self, m: ev.CreateFunction) -> None:
         try:
             self.target.create_function(m.function)
         except AlreadyExistsException:
             self.target.alter_function(m.function.dbName, m.function.functionName, m.function)
 
-    def _on_DropFunction(self, m: ev.DropFunction) -> None:
+    def _on_drop_function(self, m: ev.DropFunction) -> None:
         try:
             self.target.drop_function(m.function_db, m.function_name)
         except NoSuchObjectException:
             pass
 
-    def _on_UpdateTableColumnStats(self, m: ev.UpdateTableColumnStats) -> None:
+    def _on_update_table_column_stats(self, m: ev.UpdateTableColumnStats) -> None:
         self.target.update_table_column_statistics(m.stats)
 
-    def _on_UpdatePartitionColumnStats(self, m: ev.UpdatePartitionColumnStats) -> None:
+    def _on_update_partition_column_stats(self, m: ev.UpdatePartitionColumnStats) -> None:
         self.target.update_partition_column_statistics(m.stats)
 
-    def _on_DeleteTableColumnStats(self, m: ev.DeleteTableColumnStats) -> None:
+    def _on_delete_table_column_stats(self, m: ev.DeleteTableColumnStats) -> None:
         try:
             self.target.delete_table_column_statistics(m.db, m.table_name, m.col_name, m.engine)
         except NoSuchObjectException:
             pass
 
-    def _on_DeletePartitionColumnStats(self, m: ev.DeletePartitionColumnStats) -> None:
+    def _on_delete_partition_column_stats(self, m: ev.DeletePartitionColumnStats) -> None:
         try:
             self.target.delete_partition_column_statistics(
                 m.db, m.table_name, m.part_name, m.col_name, m.engine
@@ -289,7 +289,7 @@ class Replayer:
         except NoSuchObjectException:
             pass
 
-    def _on_OpenTxn(self, m: ev.OpenTxn) -> None:
+    def _on_open_txn(self, m: ev.OpenTxn) -> None:
         if m.txn_ids:
             self.target.open_txns(
                 OpenTxnRequest(
@@ -301,7 +301,7 @@ class Replayer:
                 )
             )
 
-    def _on_AllocWriteId(self, m: ev.AllocWriteId) -> None:
+    def _on_alloc_write_id(self, m: ev.AllocWriteId) -> None:
         if m.txn_to_write_ids:
             self.target.allocate_table_write_ids(
                 AllocateTableWriteIdsRequest(
@@ -312,13 +312,50 @@ class Replayer:
                 )
             )
 
-    def _on_CommitTxn(self, m: ev.CommitTxn) -> None:
+    def _on_commit_txn(self, m: ev.CommitTxn) -> None:
         self.target.commit_txn(
             CommitTxnRequest(txnid=m.txn_id, replPolicy=self.policy, writeEventInfos=m.writes or None)
         )
 
-    def _on_AbortTxn(self, m: ev.AbortTxn) -> None:
+    def _on_abort_txn(self, m: ev.AbortTxn) -> None:
         self.target.abort_txn(AbortTxnRequest(txnid=m.txn_id, replPolicy=self.policy))
+
+
+Handler = Callable[[Replayer, Any], None]  # (replayer, message of the handler's class) -> None
+
+HANDLERS: Mapping[type[ev.Message], Handler] = MappingProxyType(
+    {
+        ev.CreateDatabase: Replayer._on_create_database,
+        ev.AlterDatabase: Replayer._on_alter_database,
+        ev.DropDatabase: Replayer._on_drop_database,
+        ev.CreateTable: Replayer._on_create_table,
+        ev.AlterTable: Replayer._on_alter_table,
+        ev.DropTable: Replayer._on_drop_table,
+        ev.AddPartition: Replayer._on_add_partition,
+        ev.AlterPartition: Replayer._on_alter_partition,
+        ev.DropPartition: Replayer._on_drop_partition,
+        ev.CreateFunction: Replayer._on_create_function,
+        ev.DropFunction: Replayer._on_drop_function,
+        ev.UpdateTableColumnStats: Replayer._on_update_table_column_stats,
+        ev.UpdatePartitionColumnStats: Replayer._on_update_partition_column_stats,
+        ev.DeleteTableColumnStats: Replayer._on_delete_table_column_stats,
+        ev.DeletePartitionColumnStats: Replayer._on_delete_partition_column_stats,
+        ev.OpenTxn: Replayer._on_open_txn,
+        ev.AllocWriteId: Replayer._on_alloc_write_id,
+        ev.CommitTxn: Replayer._on_commit_txn,
+        ev.AbortTxn: Replayer._on_abort_txn,
+    }
+)
+"""Message class -> the Replayer method that applies it to the target."""
+
+SKIPPED: Mapping[type[ev.Message], str] = MappingProxyType(
+    {
+        ev.Insert: "data only: the table and partition changes it goes with come as ALTER events",
+        ev.AcidWrite: "data only: its table and partition come as ALTER events, its outcome as COMMIT_TXN",
+        ev.Unknown: "an event type hivemesh does not decode",
+    }
+)
+"""Message class -> why replay leaves it out (counted in :attr:`ReplayResult.skipped_types`)."""
 
 
 def replay(

@@ -1,7 +1,8 @@
 """Hive 3/4 request-struct forms of calls whose plain forms the other mixins implement.
 
 Each method unpacks its request (``catName`` becomes the ``@cat#db`` form), calls the plain method
-and wraps the answer in the response struct the IDL declares. ``validWriteIdList`` and ``id``
+and wraps the answer in the response struct the IDL declares, as the table of request forms
+(:data:`hivemesh.hive.hms_methods.REQUEST_FORMS`) says. ``validWriteIdList`` and ``id``
 fields are accepted and ignored until snapshot-aware reads exist.
 """
 
@@ -21,11 +22,14 @@ from hive_metastore.ttypes import (
     SetPartitionsStatsResponse,
 )
 
-from hivemesh.hive.names import db_ref, split_part_name
+from hivemesh.hive.hms_methods import REQUEST_FORMS
+from hivemesh.hive.names import split_part_name
 
 
-def _db(req: Any, field: str = "dbName") -> str:
-    return db_ref(getattr(req, field), getattr(req, "catName", None))
+def _plain(handler: Any, method: str, req: Any) -> Any:
+    """Answer request-form ``method`` by the plain call it stands for (:data:`REQUEST_FORMS`)."""
+    form = REQUEST_FORMS[method]
+    return form.wrap(getattr(handler, form.plain)(*form.plain_args(req, with_catalog=True)))
 
 
 class RequestFormsMixin:
@@ -33,30 +37,27 @@ class RequestFormsMixin:
 
     def get_fields_req(self, req: Any) -> GetFieldsResponse:
         """GetFieldsRequest -> GetFieldsResponse(fields)."""
-        return GetFieldsResponse(fields=self.get_fields(_db(req), req.tblName))  # type: ignore[attr-defined]
+        return _plain(self, "get_fields_req", req)
 
     def get_schema_req(self, req: Any) -> GetSchemaResponse:
         """GetSchemaRequest -> GetSchemaResponse(fields): data columns then partition keys."""
-        return GetSchemaResponse(fields=self.get_schema(_db(req), req.tblName))  # type: ignore[attr-defined]
+        return _plain(self, "get_schema_req", req)
 
     def get_partition_req(self, req: Any) -> GetPartitionResponse:
         """GetPartitionRequest -> GetPartitionResponse(partition); NoSuchObjectException."""
-        return GetPartitionResponse(partition=self.get_partition(_db(req), req.tblName, req.partVals))  # type: ignore[attr-defined]
+        return _plain(self, "get_partition_req", req)
 
     def get_partition_names_ps_req(self, req: Any) -> GetPartitionNamesPsResponse:
         """GetPartitionNamesPsRequest -> names matching a partial specification."""
-        names = self.get_partition_names_ps(_db(req), req.tblName, req.partValues or [], _max(req.maxParts))  # type: ignore[attr-defined]
-        return GetPartitionNamesPsResponse(names=names)
+        return _plain(self, "get_partition_names_ps_req", req)
 
     def get_partitions_ps_with_auth_req(self, req: Any) -> GetPartitionsPsWithAuthResponse:
         """GetPartitionsPsWithAuthRequest -> partitions matching a partial specification."""
-        parts = self.get_partitions_ps(_db(req), req.tblName, req.partVals or [], _max(req.maxParts))  # type: ignore[attr-defined]
-        return GetPartitionsPsWithAuthResponse(partitions=parts)
+        return _plain(self, "get_partitions_ps_with_auth_req", req)
 
     def rename_partition_req(self, req: Any) -> RenamePartitionResponse:
         """RenamePartitionRequest form of ``rename_partition``."""
-        self.rename_partition(_db(req), req.tableName, req.partVals, req.newPart)  # type: ignore[attr-defined]
-        return RenamePartitionResponse()
+        return _plain(self, "rename_partition_req", req)
 
     def update_partition_column_statistics_req(self, req: Any) -> SetPartitionsStatsResponse:
         """SetPartitionsStatsRequest of partition statistics."""
@@ -93,7 +94,3 @@ class RequestFormsMixin:
     def partition_name_has_valid_characters(self, part_vals: list[str], throw_exception: bool) -> bool:
         """True: hivemesh sets no ``hive.metastore.partition.name.whitelist.pattern``."""
         return True
-
-
-def _max(value: int | None) -> int:
-    return -1 if value is None else value

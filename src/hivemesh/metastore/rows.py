@@ -146,7 +146,8 @@ def insert_sds(
             "LOCATION": sd.location,
             "IS_COMPRESSED": bool(sd.compressed),
             "IS_STOREDASSUBDIRECTORIES": bool(sd.storedAsSubDirectories),
-            "NUM_BUCKETS": sd.numBuckets if sd.numBuckets is not None else -1,
+            # unset: Thrift's default 0, as Hive stores it
+            "NUM_BUCKETS": sd.numBuckets if sd.numBuckets is not None else 0,
         }
         for sd, cd, sid in zip(sds, cd_ids, serde_ids, strict=True)
     ]
@@ -247,7 +248,7 @@ def stored_sd(sd: StorageDescriptor, cols: list[FieldSchema]) -> StorageDescript
         inputFormat=sd.inputFormat,
         outputFormat=sd.outputFormat,
         compressed=bool(sd.compressed),
-        numBuckets=sd.numBuckets if sd.numBuckets is not None else -1,
+        numBuckets=sd.numBuckets if sd.numBuckets is not None else 0,
         serdeInfo=SerDeInfo(
             name=si.name,
             serializationLib=si.serializationLib,

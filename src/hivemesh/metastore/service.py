@@ -9,6 +9,7 @@ import time
 from types import FrameType
 
 from hivemesh.config import MetastoreConfig
+from hivemesh.errors import HivemeshError
 from hivemesh.metastore.handler import LocalMetastore
 from hivemesh.metastore.housekeeper import Housekeeper
 from hivemesh.metastore.metrics import ServiceMetrics
@@ -16,10 +17,10 @@ from hivemesh.metastore.store import Store
 from hivemesh.thrift.processor import HMSProcessor
 from hivemesh.thrift.server import ThriftServer, tune_gc
 
-log = logging.getLogger("hivemesh.metastore.service")
+log = logging.getLogger(__name__)
 
 
-class StartupError(RuntimeError):
+class StartupError(HivemeshError, RuntimeError):
     """The service cannot start: its metadata store could not be opened (unreachable, bad URL, no
     permission, ...) or its metrics port is taken. The message says which."""
 

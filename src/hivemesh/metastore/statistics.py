@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,9 +30,11 @@ from thrift.TSerialization import deserialize, serialize
 from hivemesh.hive import aggr_stats, events
 from hivemesh.hive.constants import COLUMN_STATS_ACCURATE, now_s
 from hivemesh.hive.names import db_ref, make_part_name, split_part_name
+from hivemesh.metastore import rows
 from hivemesh.metastore.base import CatalogBase
 from hivemesh.metastore.schema import (
     PART_COL_STATS,
+    PARTITION_KEYS,
     PARTITION_PARAMS,
     PARTITIONS,
     TAB_COL_STATS,
@@ -47,8 +50,8 @@ def mark_column_stats(
     params: sa.Table,
     owner_col: str,
     owner: int,
-    accurate: list[str] = (),  # type: ignore[assignment]
-    stale: list[str] | None = None,
+    accurate: Sequence[str] = (),
+    stale: Sequence[str] | None = None,
 ) -> None:
     """Maintain Hive's ``COLUMN_STATS_ACCURATE`` parameter of a table or partition.
 
@@ -114,8 +117,7 @@ class StatisticsMixin(CatalogBase):
         return pid
 
     def _key_names(self, conn: sa.Connection, tbl_id: int) -> list[str]:
-        from hivemesh.metastore.schema import PARTITION_KEYS
-
+        """A table's partition key names, in key order."""
         return list(
             conn.execute(
                 sa.select(PARTITION_KEYS.c.PKEY_NAME)
@@ -178,7 +180,7 @@ class StatisticsMixin(CatalogBase):
             else:
                 self._upsert_stats(tx.conn, TAB_COL_STATS, "TBL_ID", row.TBL_ID, stats, engine, analyzed)
                 mark_column_stats(tx.conn, TABLE_PARAMS, "TBL_ID", row.TBL_ID, accurate=names)
-            table = self._table_image(tx.conn, row.CTLG_NAME, row.DB_NAME, row.TBL_NAME)  # type: ignore[attr-defined]
+            table = self._table_image(tx.conn, row.CTLG_NAME, row.DB_NAME, row.TBL_NAME)
             stored = ColumnStatistics(
                 statsDesc=ColumnStatisticsDesc(
                     isTblLevel=not partition,
@@ -229,8 +231,7 @@ class StatisticsMixin(CatalogBase):
         return True
 
     def _column_types(self, conn: sa.Connection, row: sa.Row) -> dict[str, str]:
-        from hivemesh.metastore import rows
-
+        """Lower-cased column name -> type of the table in ``row`` (a TBLS row)."""
         sd = rows.load_sds(conn, [row.SD_ID]).get(row.SD_ID) if row.SD_ID else None
         return {c.name.lower(): c.type for c in (sd.cols if sd else [])}
 
@@ -282,7 +283,8 @@ class StatisticsMixin(CatalogBase):
         ).scalar()
 
     def get_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str) -> ColumnStatistics:
-        """Statistics of one column; NoSuchObjectException when there are none."""
+        """Statistics of one column (engine ``hive``, as Hive 4 sets it); NoSuchObjectException when
+        there are none."""
         with self.read() as conn:
             row = self.table_row(conn, db_name, tbl_name)
             objs = self._objs(conn, TAB_COL_STATS, "TBL_ID", [row.TBL_ID], [col_name], DEFAULT_ENGINE).get(
@@ -301,12 +303,14 @@ class StatisticsMixin(CatalogBase):
                     lastAnalyzed=self._last_analyzed(conn, TAB_COL_STATS, "TBL_ID", row.TBL_ID, col_name),
                 ),
                 statsObj=objs,
+                engine=DEFAULT_ENGINE,
             )
 
     def get_partition_column_statistics(
         self, db_name: str, tbl_name: str, part_name: str, col_name: str
     ) -> ColumnStatistics:
-        """Statistics of one column of one partition; NoSuchObjectException when there are none."""
+        """Statistics of one column of one partition (engine ``hive``); NoSuchObjectException when
+        there are none."""
         with self.read() as conn:
             row = self.table_row(conn, db_name, tbl_name)
             pid = self._part_id(conn, row.TBL_ID, part_name, self._key_names(conn, row.TBL_ID))
@@ -325,6 +329,7 @@ class StatisticsMixin(CatalogBase):
                     lastAnalyzed=self._last_analyzed(conn, PART_COL_STATS, "PART_ID", pid, col_name),
                 ),
                 statsObj=objs,
+                engine=DEFAULT_ENGINE,
             )
 
     def get_table_statistics_req(self, request: Any) -> TableStatsResult:

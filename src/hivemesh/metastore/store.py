@@ -9,6 +9,7 @@ the process (``BEGIN IMMEDIATE``), PostgreSQL through psycopg 3 at READ COMMITTE
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-log = logging.getLogger("hivemesh.metastore.store")
+log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -85,7 +86,7 @@ class Store:
         self.upgrade()
 
     @staticmethod
-    def _sqlite_on_connect(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+    def _sqlite_on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")

@@ -15,14 +15,24 @@ from hive_metastore.ttypes import (
     InvalidOperationException,
     NoSuchObjectException,
     PrincipalType,
+    StorageDescriptor,
     Table,
     TableMeta,
     UnknownDBException,
+    UnknownTableException,
 )
 
 from hivemesh import storage
 from hivemesh.hive import column_types, events
-from hivemesh.hive.constants import EXTERNAL_TABLE, MANAGED_TABLE, VIRTUAL_VIEW, now_s
+from hivemesh.hive.constants import (
+    DEFAULT_PROPERTIES,
+    EXTERNAL_TABLE,
+    MANAGED_TABLE,
+    TRANSACTIONAL,
+    TRANSACTIONAL_PROPERTIES,
+    VIRTUAL_VIEW,
+    now_s,
+)
 from hivemesh.hive.names import db_ref, matches_pattern, parse_db_name
 from hivemesh.metastore import fast_stats, rows
 from hivemesh.metastore.base import CatalogBase, Tx, env_props, validate_name
@@ -55,6 +65,33 @@ def _table_values(table: Table, ttype: str) -> dict[str, Any]:
         "VIEW_EXPANDED_TEXT": table.viewExpandedText,
         "IS_REWRITE_ENABLED": bool(table.rewriteEnabled),
     }
+
+
+def _param_ci(params: dict[str, str], key: str) -> str | None:
+    """The value of ``key`` in ``params``, the key compared case-insensitively (as Hive's
+    TransactionalValidationListener does); None when absent."""
+    return next((v for k, v in params.items() if k.lower() == key), None)
+
+
+def is_transactional_params(params: dict[str, str] | None) -> bool:
+    """True when table parameters say ``transactional=true`` (key and value in any case)."""
+    return (_param_ci(params or {}, TRANSACTIONAL) or "").lower() == "true"
+
+
+def normalize_transactional(params: dict[str, str], was_transactional: bool = False) -> None:
+    """Hive's TransactionalValidationListener on a table made transactional (created with
+    ``transactional=true``, or altered to it from ``was_transactional`` False), in place: the key
+    and value become ``transactional=true``, and without ``transactional_properties`` the table
+    gets ``transactional_properties=default`` (full ACID, what its absence means), lower-cased.
+    Nothing for other tables. (Hive's refusals of such tables, non-ACID formats, external or
+    sorted tables, are not made here.)"""
+    if was_transactional or not is_transactional_params(params):
+        return
+    props = (_param_ci(params, TRANSACTIONAL_PROPERTIES) or DEFAULT_PROPERTIES).lower()
+    for k in [k for k in params if k.lower() in (TRANSACTIONAL, TRANSACTIONAL_PROPERTIES)]:
+        del params[k]
+    params[TRANSACTIONAL] = "true"
+    params[TRANSACTIONAL_PROPERTIES] = props
 
 
 # First tokens of the type names Hive accepts (serdeConstants), checked as Hive's
@@ -106,6 +143,19 @@ def _same_partition_keys(old: list[FieldSchema], new: list[FieldSchema]) -> bool
         a.name.lower() == b.name.lower() and a.type.lower() == b.type.lower()
         for a, b in zip(old, new, strict=True)
     )
+
+
+def _check_type_changes(old: sa.Row[Any], old_sd: StorageDescriptor | None, table: Table) -> None:
+    """Hive's check of an altered table's column types against the stored ones (not for views),
+    unless this connection's ``setMetaConf`` allows incompatible changes; InvalidOperationException."""
+    if (
+        old.TBL_TYPE != VIEW
+        and old_sd is not None
+        and table.sd is not None
+        and meta_conf(DISALLOW_TYPE_CHANGES).lower() == "true"
+    ):
+        serde = old_sd.serdeInfo.serializationLib if old_sd.serdeInfo else None
+        column_types.check_type_changes(old_sd.cols or [], table.sd.cols or [], serde)
 
 
 class TableMixin(CatalogBase):
@@ -169,6 +219,7 @@ class TableMixin(CatalogBase):
         ref = db_ref(tbl.dbName, tbl.catName)
         table.tableName = tbl.tableName.lower()
         table.parameters = dict(tbl.parameters or {})
+        normalize_transactional(table.parameters)
         table.createTime = now_s()
         table.parameters.setdefault(DDL_TIME, str(table.createTime))
         ttype = effective_table_type(table)
@@ -350,8 +401,7 @@ class TableMixin(CatalogBase):
         return self.get_schema(db_name, table_name)
 
     def _get_for_schema(self, db_name: str, table_name: str) -> Table:
-        from hive_metastore.ttypes import UnknownTableException
-
+        """get_table, with UnknownTableException for a missing table (get_fields/get_schema)."""
         try:
             return self.get_table(db_name, table_name)
         except NoSuchObjectException as e:
@@ -381,16 +431,29 @@ class TableMixin(CatalogBase):
         self._alter_table(dbname, tbl_name, new_tbl, {}, cascade=bool(cascade))
 
     def alter_table_req(self, req: Any) -> AlterTableResponse:
-        """Hive 4 AlterTableRequest form."""
+        """Hive 4 AlterTableRequest form. With ``validWriteIdList`` (a writer's alter, Trino's
+        alterTransactionalTable), a transactional table keeps the new table's ``writeId`` (> 0) as
+        its own, as Hive's ObjectStore.alterTable does."""
         db = db_ref(req.dbName, req.catName)
         props = env_props(req.environmentContext)
         self._alter_table(
-            db, req.tableName, req.table, props, cascade=props.get("CASCADE", "").lower() == "true"
+            db,
+            req.tableName,
+            req.table,
+            props,
+            cascade=props.get("CASCADE", "").lower() == "true",
+            valid_write_ids=req.validWriteIdList,
         )
         return AlterTableResponse()
 
     def _alter_table(
-        self, dbname: str, tbl_name: str, new_tbl: Table, env: dict[str, str], cascade: bool
+        self,
+        dbname: str,
+        tbl_name: str,
+        new_tbl: Table,
+        env: dict[str, str],
+        cascade: bool,
+        valid_write_ids: str | None = None,
     ) -> None:
         if new_tbl is None:
             raise InvalidOperationException("New table is null")
@@ -399,17 +462,24 @@ class TableMixin(CatalogBase):
         moved: tuple[str, str] | None = None
         try:
             with self.write() as tx:
-                moved = self._alter_table_tx(tx, dbname, tbl_name, new_tbl, env, cascade)
+                moved = self._alter_table_tx(tx, dbname, tbl_name, new_tbl, env, cascade, valid_write_ids)
         except Exception:
             if moved is not None:
                 storage.move_dir(moved[1], moved[0])
             raise
 
     def _alter_table_tx(
-        self, tx: Tx, dbname: str, tbl_name: str, new_tbl: Table, env: dict[str, str], cascade: bool
+        self,
+        tx: Tx,
+        dbname: str,
+        tbl_name: str,
+        new_tbl: Table,
+        env: dict[str, str],
+        cascade: bool,
+        valid_write_ids: str | None = None,
     ) -> tuple[str, str] | None:
         """Apply the change; returns the directory move done last, for the caller to undo if the
-        commit fails."""
+        commit fails. ``valid_write_ids``: the writer's ValidWriteIdList (alter_table_req)."""
         conn = tx.conn
         try:
             old = self.table_row(conn, dbname, tbl_name, for_update=True)
@@ -420,20 +490,71 @@ class TableMixin(CatalogBase):
         new_db = (new_tbl.dbName or old.DB_NAME).lower()
         new_name = new_tbl.tableName.lower()
         rename = new_db != old.DB_NAME or new_name != old.TBL_NAME
-        target_db = old
+        target_db = self._rename_target(conn, cat, new_db, new_name) if rename else old
+        table, ttype = self._altered_definition(conn, old, new_tbl, new_name)
+        was_transactional = is_transactional_params(before.parameters)
+        normalize_transactional(table.parameters, was_transactional)
+        old_sd = rows.load_sds(conn, [old.SD_ID]).get(old.SD_ID) if old.SD_ID else None
+        _check_type_changes(old, old_sd, table)
+        pending_move = self._relocate(
+            conn, old, old_sd, table, ttype, target_db if rename else None, new_name
+        )
+        self._alter_stats_params(conn, old, table, ttype, env, rename, pending_move)
+        cols_changed = (
+            old_sd is not None
+            and table.sd is not None
+            and [(c.name.lower(), c.type) for c in old_sd.cols or []]
+            != [(c.name.lower(), c.type) for c in table.sd.cols or []]
+        )
+        new_sd_id = self._rewrite_table(conn, old, table, ttype, target_db.DB_ID, new_name)
+        if cascade and cols_changed and new_sd_id is not None:
+            self._cascade_columns(conn, old.TBL_ID, new_sd_id)
+        if (
+            was_transactional
+            and is_transactional_params(table.parameters)
+            and valid_write_ids is not None
+            and (table.writeId or 0) > 0
+        ):  # Hive: a writer's alter (not a conversion to ACID) records its write id on the table
+            conn.execute(TBLS.update().where(TBLS.c.TBL_ID == old.TBL_ID).values(WRITE_ID=table.writeId))
         if rename:
-            target_db = conn.execute(
-                sa.select(DBS).where(cat == DBS.c.CTLG_NAME, new_db == DBS.c.NAME)
-            ).first()
-            if target_db is None:
-                raise InvalidOperationException(
-                    f"Unable to change partition or table. Database {new_db} does not exist"
-                )
-            clash = conn.execute(
-                sa.select(TBLS.c.TBL_ID).where(TBLS.c.DB_ID == target_db.DB_ID, new_name == TBLS.c.TBL_NAME)
-            ).first()
-            if clash:
-                raise InvalidOperationException(f"new table {new_db}.{new_name} already exists")
+            self.on_table_renamed(conn, old.DB_NAME, old.TBL_NAME, new_db, new_name)
+        # Hive: one ALTER_TABLE (renames included), named after the new table; partitions moved
+        # or re-typed with the table get no events of their own.
+        after = self._table_image(conn, cat, new_db, new_name)
+        tx.event(
+            events.ALTER_TABLE,
+            events.alter_table_message(before, after),
+            db=new_db,
+            table=new_name,
+            catalog=cat,
+        )
+        if pending_move is not None and storage.move_dir(*pending_move):
+            return pending_move
+        return None
+
+    @staticmethod
+    def _rename_target(conn: sa.Connection, cat: str, new_db: str, new_name: str) -> sa.Row[Any]:
+        """The DBS row a table is renamed into; InvalidOperationException when that database is
+        missing or already has a table ``new_name``."""
+        target_db = conn.execute(sa.select(DBS).where(cat == DBS.c.CTLG_NAME, new_db == DBS.c.NAME)).first()
+        if target_db is None:
+            raise InvalidOperationException(
+                f"Unable to change partition or table. Database {new_db} does not exist"
+            )
+        clash = conn.execute(
+            sa.select(TBLS.c.TBL_ID).where(TBLS.c.DB_ID == target_db.DB_ID, new_name == TBLS.c.TBL_NAME)
+        ).first()
+        if clash:
+            raise InvalidOperationException(f"new table {new_db}.{new_name} already exists")
+        return target_db
+
+    @staticmethod
+    def _altered_definition(
+        conn: sa.Connection, old: sa.Row[Any], new_tbl: Table, new_name: str
+    ) -> tuple[Table, str]:
+        """The new definition to store (a copy of ``new_tbl`` with ``transient_lastDdlTime`` set
+        and unsent partition keys taken from ``old``) and its effective table type.
+        InvalidOperationException when the partition keys change or a column is invalid."""
         table = Table(**new_tbl.__dict__)
         table.parameters = dict(new_tbl.parameters or {})
         table.parameters.setdefault(DDL_TIME, str(now_s()))
@@ -455,84 +576,92 @@ class TableMixin(CatalogBase):
                 raise InvalidOperationException("partition keys can not be changed.")
         if table.sd is not None:
             _validate_columns(table.sd.cols, f"table {new_name}")
-        old_sd = rows.load_sds(conn, [old.SD_ID]).get(old.SD_ID) if old.SD_ID else None
-        if (
-            old.TBL_TYPE != VIEW
-            and old_sd is not None
-            and table.sd is not None
-            and meta_conf(DISALLOW_TYPE_CHANGES).lower() == "true"
-        ):
-            serde = old_sd.serdeInfo.serializationLib if old_sd.serdeInfo else None
-            column_types.check_type_changes(old_sd.cols or [], table.sd.cols or [], serde)
+        return table, ttype
+
+    def _relocate(
+        self,
+        conn: sa.Connection,
+        old: sa.Row[Any],
+        old_sd: StorageDescriptor | None,
+        table: Table,
+        ttype: str,
+        rename_into: sa.Row[Any] | None,
+        new_name: str,
+    ) -> tuple[str, str] | None:
+        """Settle ``table``'s location (on a copy of its storage descriptor): unsent keeps the old
+        one; a managed table renamed (into the DBS row ``rename_into``) from its default place
+        moves to its new default place with its partitions' locations. Returns the directory
+        move ``(old, new)`` still to do, if any."""
+        if table.sd is None:
+            return None
         old_loc = old_sd.location if old_sd else None
-        pending_move = None
-        if table.sd is not None:
-            table.sd = table.sd.__class__(**table.sd.__dict__)
-            same_loc = not table.sd.location or table.sd.location == old_loc
-            # As Hive: a managed table moves with a rename only when it lives at its default
-            # place (<db location>/<old name>); one created with its own LOCATION stays put.
-            at_default = old_loc == storage.join_location(old.DB_LOCATION_URI, old.TBL_NAME)
-            if rename and old.TBL_TYPE == MANAGED and ttype != VIEW and same_loc and at_default:
-                new_loc = storage.join_location(target_db.DB_LOCATION_URI, new_name)
-                if new_loc != old_loc:
-                    table.sd.location = new_loc
-                    self._relocate_partitions(conn, old.TBL_ID, old_loc, new_loc)
-                    pending_move = (old_loc, new_loc)
-            elif not table.sd.location:
-                table.sd.location = old_loc
+        table.sd = table.sd.__class__(**table.sd.__dict__)
+        same_loc = not table.sd.location or table.sd.location == old_loc
+        # As Hive: a managed table moves with a rename only when it lives at its default
+        # place (<db location>/<old name>); one created with its own LOCATION stays put.
+        at_default = old_loc == storage.join_location(old.DB_LOCATION_URI, old.TBL_NAME)
+        if rename_into is not None and old.TBL_TYPE == MANAGED and ttype != VIEW and same_loc and at_default:
+            new_loc = storage.join_location(rename_into.DB_LOCATION_URI, new_name)
+            if new_loc != old_loc:
+                table.sd.location = new_loc
+                self._relocate_partitions(conn, old.TBL_ID, old_loc, new_loc)
+                return (old_loc, new_loc)
+        elif not table.sd.location:
+            table.sd.location = old_loc
+        return None
+
+    @staticmethod
+    def _alter_stats_params(
+        conn: sa.Connection,
+        old: sa.Row[Any],
+        table: Table,
+        ttype: str,
+        env: dict[str, str],
+        rename: bool,
+        pending_move: tuple[str, str] | None,
+    ) -> None:
+        """Hive's statistics parameters of an altered table: an unpartitioned table's fast stats
+        recomputed (from the directory as it will be after a move; partitions keep their own),
+        and after a rename its column statistics marked accurate again (Hive re-writes them
+        under the new name)."""
         if not table.partitionKeys and ttype != VIEW and fast_stats.require_cal_stats(env, is_view=False):
-            # Hive recomputes an unpartitioned table's fast stats on every alter (from the
-            # directory as it will be after a move); partitions keep their own.
             listed = pending_move[0] if pending_move else (table.sd.location if table.sd else None)
             fast_stats.update_fast(table.parameters, listed, env, new_dir=False, force=True)
-        if rename:  # Hive re-writes the statistics under the new name, marking them accurate again
+        if rename:
             with_stats = conn.execute(
                 sa.select(TAB_COL_STATS.c.COLUMN_NAME).where(TAB_COL_STATS.c.TBL_ID == old.TBL_ID)
             ).scalars()
             fast_stats.mark_columns_accurate(table.parameters, sorted(set(with_stats)))
-        # replace the definition
-        cols_changed = (
-            old_sd is not None
-            and table.sd is not None
-            and [(c.name.lower(), c.type) for c in old_sd.cols or []]
-            != [(c.name.lower(), c.type) for c in table.sd.cols or []]
-        )
+
+    def _rewrite_table(
+        self, conn: sa.Connection, old: sa.Row[Any], table: Table, ttype: str, db_id: int, new_name: str
+    ) -> int | None:
+        """Replace the stored definition of table ``old`` (now ``new_name`` in database ``db_id``)
+        with ``table``: TBLS row, storage descriptor, parameters, partition keys and the other
+        children. Returns the new SD_ID (None for a table without a storage descriptor)."""
         new_sd_id = rows.insert_sds(conn, [table.sd])[0] if table.sd is not None else None
         conn.execute(
             TBLS.update()
             .where(TBLS.c.TBL_ID == old.TBL_ID)
-            .values(DB_ID=target_db.DB_ID, TBL_NAME=new_name, SD_ID=new_sd_id, **_table_values(table, ttype))
+            .values(DB_ID=db_id, TBL_NAME=new_name, SD_ID=new_sd_id, **_table_values(table, ttype))
         )
         if old.SD_ID is not None:
             rows.delete_sds(conn, [old.SD_ID])
         conn.execute(TABLE_PARAMS.delete().where(TABLE_PARAMS.c.TBL_ID == old.TBL_ID))
         conn.execute(PARTITION_KEYS.delete().where(PARTITION_KEYS.c.TBL_ID == old.TBL_ID))
         self._write_table_children(conn, old.TBL_ID, table)
-        if cascade and cols_changed and new_sd_id is not None:
-            cd = conn.execute(sa.select(SDS.c.CD_ID).where(new_sd_id == SDS.c.SD_ID)).scalar_one()
-            part_sds = sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == old.TBL_ID)
-            old_cds = (
-                conn.execute(sa.select(SDS.c.CD_ID).where(SDS.c.SD_ID.in_(part_sds)).distinct())
-                .scalars()
-                .all()
-            )
-            conn.execute(SDS.update().where(SDS.c.SD_ID.in_(part_sds)).values(CD_ID=cd))
-            rows.delete_unused_cds(conn, old_cds)
-        if rename:
-            self.on_table_renamed(conn, old.DB_NAME, old.TBL_NAME, new_db, new_name)  # type: ignore[attr-defined]
-        # Hive: one ALTER_TABLE (renames included), named after the new table; partitions moved
-        # or re-typed with the table get no events of their own.
-        after = self._table_image(conn, cat, new_db, new_name)
-        tx.event(
-            events.ALTER_TABLE,
-            events.alter_table_message(before, after),
-            db=new_db,
-            table=new_name,
-            catalog=cat,
+        return new_sd_id
+
+    @staticmethod
+    def _cascade_columns(conn: sa.Connection, tbl_id: int, new_sd_id: int) -> None:
+        """ALTER ... CASCADE: every partition of the table takes the table's new column list."""
+        cd = conn.execute(sa.select(SDS.c.CD_ID).where(new_sd_id == SDS.c.SD_ID)).scalar_one()
+        part_sds = sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == tbl_id)
+        old_cds = (
+            conn.execute(sa.select(SDS.c.CD_ID).where(SDS.c.SD_ID.in_(part_sds)).distinct()).scalars().all()
         )
-        if pending_move is not None and storage.move_dir(*pending_move):
-            return pending_move
-        return None
+        conn.execute(SDS.update().where(SDS.c.SD_ID.in_(part_sds)).values(CD_ID=cd))
+        rows.delete_unused_cds(conn, old_cds)
 
     @staticmethod
     def _relocate_partitions(conn: sa.Connection, tbl_id: int, old_loc: str, new_loc: str) -> None:
@@ -598,7 +727,7 @@ class TableMixin(CatalogBase):
             tbl_loc = conn.execute(sa.select(SDS.c.LOCATION).where(SDS.c.SD_ID == row.SD_ID)).scalar()
         conn.execute(TBLS.delete().where(TBLS.c.TBL_ID == row.TBL_ID))
         rows.delete_sds(conn, [s for s in part_sds if s is not None] + ([row.SD_ID] if row.SD_ID else []))
-        self.on_table_dropped(conn, row.DB_NAME, row.TBL_NAME)  # type: ignore[attr-defined]
+        self.on_table_dropped(conn, row.DB_NAME, row.TBL_NAME)
         tx.event(
             events.DROP_TABLE,
             events.drop_table_message(dropped),

@@ -25,16 +25,29 @@ from collections.abc import Iterable
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
+    AbortTxnRequest,
+    AbortTxnsRequest,
+    AddDynamicPartitions,
+    AllocateTableWriteIdsRequest,
     AllocateTableWriteIdsResponse,
+    CommitTxnRequest,
     GetOpenTxnsInfoResponse,
+    GetOpenTxnsRequest,
     GetOpenTxnsResponse,
+    GetValidWriteIdsRequest,
     GetValidWriteIdsResponse,
+    HeartbeatRequest,
+    HeartbeatTxnRangeRequest,
     HeartbeatTxnRangeResponse,
+    MaxAllocatedTableWriteIdRequest,
     MaxAllocatedTableWriteIdResponse,
     MetaException,
     NoSuchLockException,
     NoSuchTxnException,
+    OpenTxnRequest,
     OpenTxnsResponse,
+    SeedTableWriteIdsRequest,
+    SeedTxnIdRequest,
     TableValidWriteIds,
     TxnAbortedException,
     TxnInfo,
@@ -43,11 +56,12 @@ from hive_metastore.ttypes import (
     TxnType,
     WriteEventInfo,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 
 from hivemesh.hive import events
 from hivemesh.hive.constants import now_ms
 from hivemesh.hive.txn_lists import ValidTxnList
-from hivemesh.metastore.base import CatalogBase
+from hivemesh.metastore.base import CatalogBase, Tx
 from hivemesh.metastore.schema import TABLE_PARAMS
 from hivemesh.metastore.txn_schema import (
     HIVE_LOCKS,
@@ -61,7 +75,7 @@ from hivemesh.metastore.txn_schema import (
     TXNS,
 )
 
-log = logging.getLogger("hivemesh.metastore.txns")
+log = logging.getLogger(__name__)
 
 MAX_OPEN_BATCH = 100_000  # hive.txn.max.open.batch (Hive's default is 1000; a batch larger is capped)
 LONG_MAX = 9223372036854775807
@@ -146,7 +160,7 @@ class TxnMixin(CatalogBase):
         ).scalar()
 
     # ------------------------------------------------------------------ open / list
-    def open_txns(self, rqst) -> OpenTxnsResponse:  # type: ignore[no-untyped-def]
+    def open_txns(self, rqst: OpenTxnRequest) -> OpenTxnsResponse:
         """OpenTxnRequest -> OpenTxnsResponse(txn_ids): ``num_txns`` new open txns (ids ascending).
 
         With ``replPolicy`` and ``replSrcTxnIds``: one target txn per source id, reusing the
@@ -234,7 +248,7 @@ class TxnMixin(CatalogBase):
         """
         return self._open_txns_response({TxnType.READ_ONLY})
 
-    def get_open_txns_req(self, getOpenTxnsRequest) -> GetOpenTxnsResponse:  # type: ignore[no-untyped-def]  # noqa: N803
+    def get_open_txns_req(self, getOpenTxnsRequest: GetOpenTxnsRequest | None) -> GetOpenTxnsResponse:  # noqa: N803
         """Hive 4 request form of :meth:`get_open_txns`: open txns of the ``excludeTxnTypes`` are
         left out (READ_ONLY when the request names none)."""
         excluded = getattr(getOpenTxnsRequest, "excludeTxnTypes", None) or [TxnType.READ_ONLY]
@@ -287,7 +301,7 @@ class TxnMixin(CatalogBase):
     def _end_txn(self, conn: sa.Connection, txn_id: int, state: str) -> None:
         conn.execute(TXNS.update().where(TXNS.c.TXN_ID == txn_id).values(TXN_STATE=state, TXN_ENDED=now_ms()))
         conn.execute(MIN_HISTORY_LEVEL.delete().where(MIN_HISTORY_LEVEL.c.MHL_TXNID == txn_id))
-        self.release_txn_locks(conn, txn_id)  # type: ignore[attr-defined]
+        self.release_txn_locks(conn, txn_id)
 
     def _written_dbs(self, conn: sa.Connection, txn_id: int) -> list[str]:
         dbs = set(
@@ -302,7 +316,7 @@ class TxnMixin(CatalogBase):
         )
         return sorted(dbs)
 
-    def commit_txn(self, rqst) -> None:  # type: ignore[no-untyped-def]
+    def commit_txn(self, rqst: CommitTxnRequest) -> None:
         """CommitTxnRequest: commit an open txn and release its locks.
 
         Committing a committed txn is a no-op (Hive makes it idempotent for retries); raises
@@ -364,7 +378,7 @@ class TxnMixin(CatalogBase):
             if not rqst.replPolicy:
                 tx.event(events.COMMIT_TXN, events.commit_txn_message(txn_id, writes), catalog=None)
 
-    def _abort(self, tx, txn_id: int, replicated: bool) -> None:  # type: ignore[no-untyped-def]
+    def _abort(self, tx: Tx, txn_id: int, replicated: bool) -> None:
         dbs = self._written_dbs(tx.conn, txn_id)
         write_ids = [
             int(w)
@@ -381,7 +395,7 @@ class TxnMixin(CatalogBase):
         if not replicated:
             tx.event(events.ABORT_TXN, events.abort_txn_message(txn_id, dbs, write_ids), catalog=None)
 
-    def abort_txn(self, rqst) -> None:  # type: ignore[no-untyped-def]
+    def abort_txn(self, rqst: AbortTxnRequest) -> None:
         """AbortTxnRequest: abort an open txn and release its locks; aborting an aborted txn is a
         no-op; NoSuchTxnException for unknown or committed txns. Appends ABORT_TXN."""
         with self.write() as tx:
@@ -398,7 +412,7 @@ class TxnMixin(CatalogBase):
                 self._raise_state(state, txn_id)
             self._abort(tx, txn_id, bool(rqst.replPolicy))
 
-    def abort_txns(self, rqst) -> None:  # type: ignore[no-untyped-def]
+    def abort_txns(self, rqst: AbortTxnsRequest) -> None:
         """AbortTxnsRequest(txn_ids): abort those of the txns that are open; others are ignored."""
         with self.write() as tx:
             for txn_id in sorted(set(rqst.txn_ids or [])):
@@ -406,7 +420,7 @@ class TxnMixin(CatalogBase):
                     self._abort(tx, txn_id, False)
 
     # ------------------------------------------------------------------ heartbeats
-    def heartbeat(self, ids) -> None:  # type: ignore[no-untyped-def]
+    def heartbeat(self, ids: HeartbeatRequest) -> None:
         """HeartbeatRequest(lockid, txnid): keep a txn and/or a lock alive.
 
         Raises NoSuchTxnException / TxnAbortedException for a txn that is not open and
@@ -417,7 +431,7 @@ class TxnMixin(CatalogBase):
             c = tx.conn
             if ids.lockid:
                 # NEXT_LOCK_ID before any TXNS row: the order lock/check_lock take them in
-                self._serialize_lock_decisions(c)  # type: ignore[attr-defined]
+                self._serialize_lock_decisions(c)
             if ids.txnid:
                 self.open_txn_row(c, ids.txnid, for_update=True)
                 c.execute(
@@ -434,7 +448,7 @@ class TxnMixin(CatalogBase):
                 if not n:
                     raise NoSuchLockException(f"No such lock: lockid:{ids.lockid}")
 
-    def heartbeat_txn_range(self, txns) -> HeartbeatTxnRangeResponse:  # type: ignore[no-untyped-def]
+    def heartbeat_txn_range(self, txns: HeartbeatTxnRangeRequest) -> HeartbeatTxnRangeResponse:
         """HeartbeatTxnRangeRequest(min, max): heartbeat every open txn in [min, max]; the response
         lists the aborted ids and those that are not open otherwise (``nosuch``)."""
         ts = now_ms()
@@ -466,10 +480,7 @@ class TxnMixin(CatalogBase):
         nxt = conn.execute(sa.select(NEXT_WRITE_ID.c.NWI_NEXT).where(*key).with_for_update()).scalar()
         if nxt is not None:
             return nxt
-        if self.store.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
+        insert = postgresql.insert if self.store.dialect == "postgresql" else sqlite.insert
         conn.execute(
             insert(NEXT_WRITE_ID)
             .values(NWI_DATABASE=db, NWI_TABLE=table, NWI_NEXT=1)
@@ -477,7 +488,7 @@ class TxnMixin(CatalogBase):
         )
         return conn.execute(sa.select(NEXT_WRITE_ID.c.NWI_NEXT).where(*key).with_for_update()).scalar_one()
 
-    def allocate_table_write_ids(self, rqst) -> AllocateTableWriteIdsResponse:  # type: ignore[no-untyped-def]
+    def allocate_table_write_ids(self, rqst: AllocateTableWriteIdsRequest) -> AllocateTableWriteIdsResponse:
         """AllocateTableWriteIdsRequest -> one write id per txn for ``dbName.tableName``.
 
         A txn that already has a write id for the table gets the same one again (idempotent);
@@ -578,7 +589,7 @@ class TxnMixin(CatalogBase):
         )
         return AllocateTableWriteIdsResponse(txnToWriteIds=out)
 
-    def get_valid_write_ids(self, rqst) -> GetValidWriteIdsResponse:  # type: ignore[no-untyped-def]
+    def get_valid_write_ids(self, rqst: GetValidWriteIdsRequest) -> GetValidWriteIdsResponse:
         """GetValidWriteIdsRequest(fullTableNames ["db.table"], validTxnList) -> per table the
         write-id high watermark, the invalid (open or aborted) write ids below it in ascending
         order, ``minOpenWriteId`` and ``abortedBits`` (java.util.BitSet bytes over that list).
@@ -644,7 +655,9 @@ class TxnMixin(CatalogBase):
                 )
         return GetValidWriteIdsResponse(tblValidWriteIds=out)
 
-    def get_max_allocated_table_write_id(self, rqst) -> MaxAllocatedTableWriteIdResponse:  # type: ignore[no-untyped-def]
+    def get_max_allocated_table_write_id(
+        self, rqst: MaxAllocatedTableWriteIdRequest
+    ) -> MaxAllocatedTableWriteIdResponse:
         """MaxAllocatedTableWriteIdRequest(dbName, tableName) -> the highest write id handed out (0: none)."""
         with self.read() as conn:
             nxt = conn.execute(
@@ -655,7 +668,7 @@ class TxnMixin(CatalogBase):
             ).scalar()
         return MaxAllocatedTableWriteIdResponse(maxWriteId=(nxt - 1) if nxt else 0)
 
-    def seed_write_id(self, rqst) -> None:  # type: ignore[no-untyped-def]
+    def seed_write_id(self, rqst: SeedTableWriteIdsRequest) -> None:
         """SeedTableWriteIdsRequest(dbName, tableName, seedWriteId): the next write id of a table
         becomes ``seedWriteId`` (replication bootstrap). MetaException if ids were already handed out
         at or above it."""
@@ -670,7 +683,7 @@ class TxnMixin(CatalogBase):
                 .values(NWI_NEXT=rqst.seedWriteId)
             )
 
-    def seed_txn_id(self, rqst) -> None:  # type: ignore[no-untyped-def]
+    def seed_txn_id(self, rqst: SeedTxnIdRequest) -> None:
         """SeedTxnIdRequest(seedTxnId): the next txn id becomes ``seedTxnId``; it can only grow
         (MetaException otherwise: txn ids are never reused)."""
         with self.write() as tx:
@@ -679,7 +692,7 @@ class TxnMixin(CatalogBase):
                 raise MetaException(f"Txn ids up to {nxt - 1} are already used; cannot seed {rqst.seedTxnId}")
             tx.conn.execute(NEXT_TXN_ID.update().values(NTXN_NEXT=rqst.seedTxnId))
 
-    def add_dynamic_partitions(self, rqst) -> None:  # type: ignore[no-untyped-def]
+    def add_dynamic_partitions(self, rqst: AddDynamicPartitions) -> None:
         """AddDynamicPartitions(txnid, writeid, dbname, tablename, partitionnames, operationType):
         record the partitions an open txn wrote (TXN_COMPONENTS); NoSuchTxnException /
         TxnAbortedException when the txn is not open."""

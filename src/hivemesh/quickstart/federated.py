@@ -32,10 +32,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pyspark.sql import SparkSession
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress
 from rich.table import Table
 
+from hivemesh.client.metastore import MetastoreClient
+from hivemesh.config import MetastoreConfig
+from hivemesh.federation.service import ProxyService
+from hivemesh.metastore.service import MetastoreService
 from hivemesh.quickstart.load import LoadResult, create_database, load_table, register_file_views
 from hivemesh.quickstart.queries import QUERIES, QueryResult, run_query
 from hivemesh.quickstart.report import print_results, step_progress
@@ -174,8 +180,6 @@ def _short_location(location: str, data_dir: Path, zone_name: str) -> str:
 
 def _placements(proxy_uri: str, loads: dict[str, LoadResult], data_dir: Path) -> list[Placement]:
     """Where each table lives, asked of the proxy (``get_table`` through it gives the location)."""
-    from hivemesh.client.metastore import MetastoreClient
-
     out = []
     with MetastoreClient(proxy_uri) as client:
         for table in TABLES:
@@ -185,80 +189,115 @@ def _placements(proxy_uri: str, loads: dict[str, LoadResult], data_dir: Path) ->
     return out
 
 
+class _Steps:
+    """The run's progress bar: :meth:`step` names the step under way, :meth:`done` counts it."""
+
+    def __init__(self, progress: Progress, total: int):
+        self.progress = progress
+        self.task = progress.add_task("starting", total=total)
+
+    def step(self, description: str) -> None:
+        """Show ``description`` as the step under way."""
+        self.progress.update(self.task, description=description)
+
+    def done(self) -> None:
+        """Count the step under way as done."""
+        self.progress.advance(self.task)
+
+
+def _load_zone_tables(
+    steps: _Steps,
+    spark: SparkSession,
+    files_dir: Path,
+    zone: Zone,
+    tables: Sequence[str],
+    loads: dict[str, LoadResult],
+) -> None:
+    """Load ``tables`` from ``files_dir`` into database :data:`DATABASE` of the metastore ``spark``
+    is bound to (``zone``: named in the progress), recording each in ``loads``."""
+    create_database(spark, DATABASE)
+    for table in tables:
+        steps.step(f"loading {DATABASE}.{table} into zone {zone.name}")
+        loads[table] = load_table(spark, files_dir, DATABASE, table)
+        steps.done()
+
+
+def _load_cloud_zone(steps: _Steps, cloud: Zone, files_dir: Path, loads: dict[str, LoadResult]) -> None:
+    """Step 2: serve the cloud zone's metastore on its own and load the fact tables with a
+    SparkSession bound to it directly (the proxy would refuse: cloud is read-only through it).
+    Both are stopped before returning."""
+    steps.step(f"starting zone {cloud.name} and Spark")
+    with ExitStack() as stack:
+        cloud.warehouse.mkdir(parents=True, exist_ok=True)
+        cfg = MetastoreConfig(host="127.0.0.1", port=0, db=cloud.db_url, warehouse=str(cloud.warehouse))
+        service = MetastoreService(cfg).start()
+        stack.callback(service.stop)
+        log.info("zone %s: metastore %s (store %s)", cloud.name, service.uri, cfg.db)
+        spark = quickstart_session(service.uri, cloud.directory)
+        stack.callback(spark.stop)  # before its metastore stops
+        steps.done()
+        _load_zone_tables(steps, spark, files_dir, cloud, CLOUD_TABLES, loads)
+
+
+def _serve_both_zones(
+    stack: ExitStack, steps: _Steps, data_dir: Path, onprem: Zone, cloud: Zone
+) -> tuple[ProxyService, SparkSession, Path]:
+    """Step 3's start: write mesh.yaml, start the proxy over both zones and a SparkSession bound to
+    it, both stopped when ``stack`` closes (the session first). Returns (proxy, session, mesh.yaml)."""
+    steps.step("starting the proxy over both zones and Spark")
+    onprem.warehouse.mkdir(parents=True, exist_ok=True)
+    mesh = write_mesh_config(data_dir)
+    proxy = ProxyService(mesh).start()
+    stack.callback(proxy.stop)
+    log.info("proxy %s over zones %s and %s (%s)", proxy.uri, onprem.name, cloud.name, mesh)
+    spark = quickstart_session(proxy.uri, onprem.directory)
+    stack.callback(spark.stop)  # before the proxy stops
+    steps.done()
+    return proxy, spark, mesh
+
+
+def _run_queries(steps: _Steps, spark: SparkSession, files_dir: Path) -> list[QueryResult]:
+    """Step 4: every quickstart query over the tables through the proxy, checked against the files."""
+    views = register_file_views(spark, files_dir)
+    tables = proxy_tables()
+    results = []
+    for query in QUERIES:
+        steps.step(f"query {query.name}")
+        results.append(run_query(spark, query, DATABASE, views, tables=tables))
+        steps.done()
+    return results
+
+
 def run_federated(scale: float, data_dir: Path, *, console: Console | None = None) -> int:
     """Run the federated quickstart (see the module docstring); 0 when every query matches the files.
 
     A second run reuses the generated files and the loaded tables. Failures are logged and
     printed, and give 1. Creates and stops its own SparkSessions: call it in a process without one.
     """
-    from hivemesh.config import MetastoreConfig
-    from hivemesh.federation.service import ProxyService
-    from hivemesh.metastore.service import MetastoreService
-
     console = console or Console()
     data_dir = Path(data_dir).resolve()
     files_dir = scale_dir(data_dir, scale)
     onprem, cloud = zone(data_dir, PRIMARY_ZONE), zone(data_dir, CLOUD_ZONE)
     started = time.perf_counter()
     loads: dict[str, LoadResult] = {}
-    results: list[QueryResult] = []
     with ExitStack() as outer:
         progress = outer.enter_context(step_progress(console))
-        task = progress.add_task("starting", total=4 + len(TABLES) + len(QUERIES))
+        steps = _Steps(progress, total=4 + len(TABLES) + len(QUERIES))
         try:
-            progress.update(task, description=f"generating TPC-H sf{scale:g}")
+            steps.step(f"generating TPC-H sf{scale:g}")
             gen = generate(scale, files_dir)
-            progress.advance(task)
-
-            # The cloud zone on its own: Spark bound directly to its metastore loads the facts.
-            progress.update(task, description=f"starting zone {cloud.name} and Spark")
-            with ExitStack() as stack:
-                cloud.warehouse.mkdir(parents=True, exist_ok=True)
-                cfg = MetastoreConfig(
-                    host="127.0.0.1", port=0, db=cloud.db_url, warehouse=str(cloud.warehouse)
-                )
-                service = MetastoreService(cfg).start()
-                stack.callback(service.stop)
-                log.info("zone %s: metastore %s (store %s)", cloud.name, service.uri, cfg.db)
-                spark = quickstart_session(service.uri, cloud.directory)
-                stack.callback(spark.stop)  # before its metastore stops
-                progress.advance(task)
-                create_database(spark, DATABASE)
-                for table in CLOUD_TABLES:
-                    progress.update(task, description=f"loading {DATABASE}.{table} into zone {cloud.name}")
-                    loads[table] = load_table(spark, files_dir, DATABASE, table)
-                    progress.advance(task)
-
-            # Both zones through the proxy: one catalog for one SparkSession.
-            progress.update(task, description="starting the proxy over both zones and Spark")
-            onprem.warehouse.mkdir(parents=True, exist_ok=True)
-            mesh = write_mesh_config(data_dir)
-            proxy = ProxyService(mesh).start()
-            outer.callback(proxy.stop)
-            log.info("proxy %s over zones %s and %s (%s)", proxy.uri, onprem.name, cloud.name, mesh)
-            spark = quickstart_session(proxy.uri, onprem.directory)
-            outer.callback(spark.stop)  # before the proxy stops
-            progress.advance(task)
-            create_database(spark, DATABASE)
-            for table in PRIMARY_TABLES:
-                progress.update(task, description=f"loading {DATABASE}.{table} into zone {onprem.name}")
-                loads[table] = load_table(spark, files_dir, DATABASE, table)
-                progress.advance(task)
-
-            progress.update(task, description="asking the proxy where the tables live")
+            steps.done()
+            _load_cloud_zone(steps, cloud, files_dir, loads)
+            proxy, spark, mesh = _serve_both_zones(outer, steps, data_dir, onprem, cloud)
+            _load_zone_tables(steps, spark, files_dir, onprem, PRIMARY_TABLES, loads)
+            steps.step("asking the proxy where the tables live")
             databases = sorted(r[0] for r in spark.sql("SHOW DATABASES").collect())
             placements = _placements(proxy.uri, loads, data_dir)
-            progress.advance(task)
-
-            views = register_file_views(spark, files_dir)
-            tables = proxy_tables()
-            for query in QUERIES:
-                progress.update(task, description=f"query {query.name}")
-                results.append(run_query(spark, query, DATABASE, views, tables=tables))
-                progress.advance(task)
+            steps.done()
+            results = _run_queries(steps, spark, files_dir)
             calls = _member_calls(proxy.metrics)
             proxy_uri = proxy.uri
-            progress.update(task, description="done")
+            steps.step("done")
         except Exception as e:
             log.exception("federated quickstart failed")
             progress.stop()

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from hivemesh.errors import HivemeshError
+
 log = logging.getLogger(__name__)
 
 #: The TPC-H tables, smallest first (the order the quickstart loads them in).
@@ -40,7 +42,7 @@ PARTITIONING: dict[str, tuple[str, str]] = {
 }
 
 
-class GenerationError(RuntimeError):
+class GenerationError(HivemeshError, RuntimeError):
     """``tpchgen-cli`` is missing, failed, or did not write every table."""
 
 

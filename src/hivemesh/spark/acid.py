@@ -30,7 +30,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from hive_metastore.ttypes import TxnType
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from hivemesh.acid.arrow_reader import TableLayout, list_location, schema_from_files, table_layout
 from hivemesh.acid.selection import select_files
@@ -38,8 +40,10 @@ from hivemesh.acid.tables import NotTransactionalError, split_name, table_locati
 from hivemesh.client.metastore import Heartbeater, MetastoreClient, lock_component
 from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
 from hivemesh.spark.acid_reader import LocationFiles, snapshot_dataframe
+from hivemesh.spark.acid_sql import acid_sql
+from hivemesh.spark.session import metastore_uri_of
 
-log = logging.getLogger("hivemesh.spark.acid")
+log = logging.getLogger(__name__)
 
 __all__ = [
     "AGENT_INFO",
@@ -56,18 +60,6 @@ __all__ = [
 ]
 
 AGENT_INFO = "hivemesh-spark-acid-reader"
-
-
-def metastore_uri_of(spark: SparkSession) -> str:
-    """``hive.metastore.uris`` of a SparkSession (``spark.hadoop.hive.metastore.uris``);
-    ValueError when it has none."""
-    conf = spark.sparkContext.getConf()
-    uri = conf.get("spark.hadoop.hive.metastore.uris") or spark.conf.get(
-        "spark.hadoop.hive.metastore.uris", None
-    )
-    if not uri:
-        raise ValueError("no metastore: pass metastore_uri= or set spark.hadoop.hive.metastore.uris")
-    return uri
 
 
 @dataclass(frozen=True)
@@ -104,8 +96,6 @@ class AcidSession:
         if self.closed:
             raise RuntimeError("this AcidSession is closed")
         if self.txn_id is None:
-            from hive_metastore.ttypes import TxnType
-
             self.txn_id = self.client.open_txn(txn_type=TxnType.READ_ONLY, agent_info=AGENT_INFO)
             self.valid_txn_list = self.client.valid_txn_list(self.txn_id)
             self._heartbeater = Heartbeater(self.client, self.client.heartbeat_interval_s, txn_id=self.txn_id)
@@ -211,8 +201,6 @@ class AcidSession:
     def sql(self, query: str) -> DataFrame:
         """Run Spark SQL with the transactional tables it names read through this session
         (:mod:`hivemesh.spark.acid_sql`); other tables go through Spark's own catalog."""
-        from hivemesh.spark.acid_sql import acid_sql
-
         return acid_sql(self, query)
 
 
@@ -264,8 +252,6 @@ def read_acid(
 
 
 def _columns_of(schema: Any) -> list[tuple[str, str]]:
-    from pyspark.sql.types import StructType
-
     if isinstance(schema, str):
         schema = StructType.fromDDL(schema)
     if isinstance(schema, StructType):

@@ -3,11 +3,12 @@
 ``insert_acid(spark, df, "db.t")``, ``delete_acid(spark, "db.t", "id < 10")`` and
 ``update_acid(spark, "db.t", {"name": F.upper("name")}, "id = 3")`` each run ONE Hive statement:
 
-* the driver opens one write txn (heartbeated), takes Hive's lock (as
-  :class:`hivemesh.acid.writer.AcidWriter`: INSERT a SHARED_READ with operation INSERT, UPDATE and
-  DELETE an EXCL_WRITE, Hive 4's ``hive.txn.xlock.write=true``), table-level, marked
-  ``isDynamicPartitionWrite`` for partitioned tables, whose partitions are then reported with
-  ``add_dynamic_partitions``) and allocates the table's write id;
+* the driver runs the statement's txn side with :class:`hivemesh.acid.statement.WriteStatement`, as
+  :class:`hivemesh.acid.writer.AcidWriter` does: it opens one write txn (heartbeated), takes Hive's
+  lock (INSERT a SHARED_READ with operation INSERT, UPDATE and DELETE an EXCL_WRITE, Hive 4's
+  ``hive.txn.xlock.write=true``; table-level, marked ``isDynamicPartitionWrite`` for partitioned
+  tables, whose partitions are then reported with ``add_dynamic_partitions``) and allocates the
+  table's write id;
 * the executors write the files (``mapInArrow``): each Spark task writes its own
   ``bucket_<task partition id>`` of ``delta_<w>_<w>_0000`` in every partition it sees (insert-only
   tables: a plain ``<task>_0`` file), so no two tasks share a file and row ids restart at 0 per file
@@ -40,18 +41,38 @@ unqualified table name is in Spark's current database.
 
 from __future__ import annotations
 
-import copy
 import logging
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+from pyspark import TaskContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-if TYPE_CHECKING:
-    from hivemesh.spark.acid import AcidSession
+from hivemesh import storage
+from hivemesh.acid.arrow_reader import list_location, table_layout
+from hivemesh.acid.files import write_acid_version_file, write_plain_file
+from hivemesh.acid.names import (
+    ACID_VERSION_FILE,
+    bucket_file_name,
+    delta_dir_name,
+    parse_acid_dir,
+    partition_value_text,
+)
+from hivemesh.acid.orcfile import AcidOrcWriter
+from hivemesh.acid.selection import select_files
+from hivemesh.acid.statement import DELETE, INSERT, UPDATE, WriteStatement, WriteTable, lock_components
+from hivemesh.acid.tables import split_name, table_locations
+from hivemesh.client.metastore import MetastoreClient
+from hivemesh.hive.names import make_part_name
+from hivemesh.spark.acid import AcidSession, metastore_uri_of
+from hivemesh.spark.acid_reader import LocationFiles, snapshot_dataframe, spark_type
+from hivemesh.spark.session import use_configured_python
 
 log = logging.getLogger("hivemesh.spark.acid_dml")
 
@@ -60,7 +81,15 @@ MAX_TASKS = 4096  # BucketCodec V1: 12-bit bucket ids
 STATEMENT_ID = 0
 OWID, BUCKET, ROWID, BUCKET_ID = "__hm_owid", "__hm_bucket", "__hm_rowid", "__hm_bucket_id"
 RESULT_SCHEMA = "kind string, partition string, pvalues array<string>, path string, rows long"
-INSERT, DELETE, UPDATE = "insert", "delete", "update"
+_RESULT_ARROW_SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("partition", pa.string()),
+        ("pvalues", pa.list_(pa.string())),
+        ("path", pa.string()),
+        ("rows", pa.int64()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -101,8 +130,6 @@ class _Spec:
 def _naive_timestamps(batch: pa.RecordBatch, time_zone: str) -> pa.RecordBatch:
     """Spark hands timestamps as UTC instants; Hive files hold wall-clock values (what Spark's
     reader shows in the session time zone)."""
-    import pyarrow.compute as pc
-
     arrays, changed = [], False
     for col in batch.columns:
         if pa.types.is_timestamp(col.type) and col.type.tz is not None:
@@ -116,8 +143,6 @@ def _task_writer(spec: _Spec):
     """The ``mapInArrow`` function: writes one task's files and yields one result row per file."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
         ctx = TaskContext.get()
         task = ctx.partitionId() if ctx is not None else 0
         first_attempt = ctx is None or ctx.attemptNumber() == 0
@@ -135,18 +160,7 @@ def _task_writer(spec: _Spec):
             writer.discard()
             raise
         if results:
-            yield pa.RecordBatch.from_pylist(
-                results,
-                schema=pa.schema(
-                    [
-                        ("kind", pa.string()),
-                        ("partition", pa.string()),
-                        ("pvalues", pa.list_(pa.string())),
-                        ("path", pa.string()),
-                        ("rows", pa.int64()),
-                    ]
-                ),
-            )
+            yield pa.RecordBatch.from_pylist(results, schema=_RESULT_ARROW_SCHEMA)
 
     return run
 
@@ -170,23 +184,17 @@ class _TaskFiles:
 
     # -- locations
     def _location(self, values: tuple[str, ...]) -> tuple[str, str]:
-        from hivemesh.hive.names import make_part_name
-        from hivemesh.storage.locations import join_location
-
         if not self.spec.partition_keys:
             return "", self.spec.table_location
         name = make_part_name(self.spec.partition_keys, list(values))
-        return name, self.known.get(name) or join_location(self.spec.table_location, name)
+        return name, self.known.get(name) or storage.join_location(self.spec.table_location, name)
 
     def _dir(self, values: tuple[str, ...], delete: bool) -> tuple[str, Any, str, str]:
         """(partition name, file system, path on it, location URI) of the new (delete) delta."""
-        from hivemesh.acid.names import delta_dir_name
-        from hivemesh.acid.writer import resolve_location
-
         name, location = self._location(values)
         w = self.spec.write_id
-        uri = location.rstrip("/") + "/" + delta_dir_name(w, w, self.spec.statement_id, delete=delete)
-        fs, path = resolve_location(uri)
+        uri = storage.join_location(location, delta_dir_name(w, w, self.spec.statement_id, delete=delete))
+        fs, path = storage.resolve_location(uri)
         fs.create_dir(path, recursive=True)
         return name, fs, path, uri
 
@@ -195,8 +203,6 @@ class _TaskFiles:
         """Write one Arrow batch's rows into the bucket files of their partitions (and delete deltas for updates and deletes)."""
         if batch.num_rows == 0:
             return
-        from hivemesh.acid.writer import partition_value_text
-
         keys = self.spec.partition_keys
         pvals = [[partition_value_text(v) for v in batch.column(k).to_pylist()] for k in keys]
         buckets = batch.column(BUCKET_ID).to_pylist() if self.spec.mode != INSERT else None
@@ -226,9 +232,6 @@ class _TaskFiles:
             self.plain_batches.append(part.select(self.names))
             return
         if self.insert_writer is None:
-            from hivemesh.acid.names import bucket_file_name
-            from hivemesh.acid.orcfile import AcidOrcWriter
-
             name, fs, path, uri = self._dir(values, delete=False)
             file_name = bucket_file_name(self.task, self.attempt)
             self.insert_writer = AcidOrcWriter(
@@ -251,8 +254,6 @@ class _TaskFiles:
             batches, self.plain_batches = self.plain_batches, []
             if not batches:
                 return
-            from hivemesh.acid.writer import write_plain_file
-
             name, fs, path, uri = self._dir(values, delete=False)
             file_name = f"{self.task:06d}_{self.attempt if self.attempt is not None else 0}"
             stats = write_plain_file(
@@ -277,9 +278,6 @@ class _TaskFiles:
         key = (values, bucket_id)
         if self.delete_key != key:
             self._close_delete()
-            from hivemesh.acid.names import bucket_file_name
-            from hivemesh.acid.orcfile import AcidOrcWriter
-
             name, fs, path, uri = self._dir(values, delete=True)
             file_name = bucket_file_name(bucket_id, self.attempt)
             self.delete_key = key
@@ -328,134 +326,90 @@ class _TaskFiles:
 
 
 class _Statement:
-    """One DML statement on one table: txn, lock, write id, the Spark job, commit or abort."""
+    """One DML statement on one table: the table (:class:`WriteTable`), its txn side
+    (:class:`WriteStatement`: txn, lock, write id, commit or abort) and the Spark job."""
 
     def __init__(self, spark: SparkSession, table: str, op: str, metastore_uri: str | None):
-        from hivemesh.acid.arrow_reader import table_layout
-        from hivemesh.acid.tables import is_insert_only, split_name, table_file_format
-        from hivemesh.client.metastore import MetastoreClient
-        from hivemesh.spark.acid import metastore_uri_of
-
         self.spark = spark
         self.op = op
         self.client = MetastoreClient(metastore_uri or metastore_uri_of(spark)).connect()
         try:
             db, name = split_name(table, spark.catalog.currentDatabase())
-            tbl = self.client.call("get_table", db, name, idempotent=True)
-            table_layout(tbl)  # NotTransactionalError
+            self.target = WriteTable(self.client, db, name)  # NotTransactionalError, bucketed tables
+            self.target.check_operation(op)
+            if self.target.insert_only and self.target.file_format not in ("orc", "parquet"):
+                raise NotImplementedError(
+                    f"writing {self.target.file_format} files of insert-only table {self.target.full_name}"
+                )
         except BaseException:
             self.client.close()
             raise
-        self.table = tbl
-        self.db, self.name = tbl.dbName, tbl.tableName
-        self.full_name = f"{self.db}.{self.name}"
-        self.insert_only = is_insert_only(tbl)
-        self.file_format = table_file_format(tbl)
-        self.columns = tuple((c.name, c.type) for c in tbl.sd.cols)
-        self.partition_cols = tuple((k.name, k.type) for k in tbl.partitionKeys or [])
-        self.partition_keys = tuple(k for k, _ in self.partition_cols)
-        problem = None
-        if tbl.sd is not None and (tbl.sd.numBuckets or 0) > 0 and tbl.sd.bucketCols:
-            problem = f"{self.full_name} is bucketed (CLUSTERED BY): not supported"
-        elif self.insert_only and op != INSERT:
-            problem = f"{op.upper()} on insert-only table {self.full_name} (Hive does not allow it)"
-        elif self.insert_only and self.file_format not in ("orc", "parquet"):
-            problem = f"writing {self.file_format} files of insert-only table {self.full_name}"
-        if problem:
-            self.client.close()
-            raise NotImplementedError(problem)
-        self.txn: int | None = None
-        self.write_id: int | None = None
-        self.heartbeater: Any = None
-        self.commit_attempted = False
+        self.full_name = self.target.full_name
+        self.write = WriteStatement(
+            self.client, self.target.db, self.target.table_name, op, agent_info=AGENT_INFO
+        )
         self.job_group: str | None = None
         self.locations: set[str] = set()  # partition locations outside the default paths
 
-    def compression(self) -> str:
-        """The files' compression, lower case: ``orc.compress`` (default zlib), or for insert-only
-        Parquet tables ``parquet.compression`` (default snappy)."""
-        params = self.table.parameters or {}
-        if self.insert_only and self.file_format == "parquet":
-            return params.get("parquet.compression", "snappy").lower()
-        return params.get("orc.compress", "zlib").lower()
-
     def begin(self) -> None:
         """Open the txn, take the lock (waits), allocate the write id."""
-        from hive_metastore.ttypes import DataOperationType, LockType
-
-        from hivemesh.client.metastore import Heartbeater, lock_component
-
-        client = self.client
-        self.txn = client.open_txn(agent_info=AGENT_INFO)
-        self.heartbeater = Heartbeater(client, client.heartbeat_interval_s, txn_id=self.txn)
-        if self.op == INSERT:
-            lock_type, operation = LockType.SHARED_READ, DataOperationType.INSERT
-        else:
-            lock_type = LockType.EXCL_WRITE
-            operation = DataOperationType.UPDATE if self.op == UPDATE else DataOperationType.DELETE
-        comp = lock_component(self.db, self.name, None, lock_type, operation)
-        if self.partition_keys:
-            comp.isDynamicPartitionWrite = True
-        client.lock([comp], txn_id=self.txn, agent_info=AGENT_INFO)
-        self.write_id = client.allocate_write_ids(self.db, self.name, [self.txn])[self.txn]
-        log.info("%s %s: txn %s, write id %s", self.op, self.full_name, self.txn, self.write_id)
+        t = self.target
+        self.write.begin(lock_components(t.db, t.table_name, self.op, None, dynamic=bool(t.partition_keys)))
+        log.info(
+            "%s %s: txn %s, write id %s", self.op, self.full_name, self.write.txn_id, self.write.write_id
+        )
 
     def spec(self, partition_locations: dict[str, str] | None = None) -> _Spec:
         """What executors need to write this operation's files: mode, write id, statement id, schema, locations."""
-        assert self.write_id is not None
+        assert self.write.write_id is not None
+        t = self.target
         return _Spec(
             mode=self.op,
-            columns=self.columns,
-            partition_keys=self.partition_keys,
-            table_location=self.table.sd.location,
+            columns=tuple(t.columns),
+            partition_keys=tuple(t.partition_keys),
+            table_location=t.table.sd.location,
             partition_locations=tuple(sorted((partition_locations or {}).items())),
-            write_id=self.write_id,
+            write_id=self.write.write_id,
             statement_id=STATEMENT_ID,
-            insert_only=self.insert_only,
-            file_format=self.file_format,
-            compression=self.compression(),
+            insert_only=t.insert_only,
+            file_format=t.file_format,
+            compression=t.compression(),
             time_zone=str(self.spark.conf.get("spark.sql.session.timeZone", "UTC")),
         )
 
     def snapshot_rows(self) -> tuple[DataFrame, dict[str, str]]:
         """The table under the write txn's own snapshot, with ROW__IDs (renamed ``__hm_*``), and
         the location of each partition."""
-        from hivemesh.acid.arrow_reader import list_location, table_layout
-        from hivemesh.acid.selection import select_files
-        from hivemesh.hive.names import make_part_name
-        from hivemesh.spark.acid_reader import LocationFiles, snapshot_dataframe
-
-        assert self.txn is not None
-        txns = self.client.valid_txn_list(self.txn)
+        assert self.write.txn_id is not None
+        t = self.target
+        txns = self.client.valid_txn_list(self.write.txn_id)
         write_ids = self.client.valid_write_ids([self.full_name], txns)[self.full_name]
-        layout = table_layout(self.table)
-        if self.partition_keys:
-            parts = self.client.call("get_partitions", self.db, self.name, -1, idempotent=True)
-            targets = [(p.sd.location, tuple(p.values)) for p in parts]
-        else:
-            targets = [(self.table.sd.location, ())]
+        targets = table_locations(self.client, t.table)
         locations = [
             LocationFiles(loc, select_files(list_location(loc), write_ids, txns), values)
             for loc, values in targets
         ]
         df = snapshot_dataframe(
-            self.spark, locations, write_ids, layout, self.partition_cols, with_row_ids=True
+            self.spark,
+            locations,
+            write_ids,
+            table_layout(t.table),
+            tuple(t.partition_cols),
+            with_row_ids=True,
         )
-        df = df.toDF(OWID, BUCKET, ROWID, *[n for n, _ in self.columns], *self.partition_keys)
-        known = {make_part_name(self.partition_keys, list(v)): loc for loc, v in targets if v}
+        df = df.toDF(OWID, BUCKET, ROWID, *[n for n, _ in t.columns], *t.partition_keys)
+        known = {t.partition_name(v): loc for loc, v in targets if v}
         self.locations.update(known.values())
         return df, known
 
     def run(self, df: DataFrame, spec: _Spec) -> list[Any]:
         """Run the writing job (in its own job group, so a failure can wait for its tasks)."""
-        from hivemesh.spark.acid_reader import _use_configured_python
-
-        _use_configured_python(self.spark)
+        use_configured_python(self.spark)
         sc = self.spark.sparkContext
         keys = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
         saved = {k: sc.getLocalProperty(k) for k in keys}
-        self.job_group = f"hivemesh-acid-dml-{self.txn}"
-        sc.setJobGroup(self.job_group, f"{self.op} {self.full_name} (txn {self.txn})", True)
+        self.job_group = f"hivemesh-acid-dml-{self.write.txn_id}"
+        sc.setJobGroup(self.job_group, f"{self.op} {self.full_name} (txn {self.write.txn_id})", True)
         try:
             return df.mapInArrow(_task_writer(spec), RESULT_SCHEMA).collect()
         finally:
@@ -465,8 +419,6 @@ class _Statement:
     def wait_for_tasks(self, timeout_s: float = 30.0) -> None:
         """After a failed job: wait until none of its tasks still runs (a task being killed could
         otherwise write a file after the directories are removed)."""
-        import time
-
         if self.job_group is None:
             return
         tracker = self.spark.sparkContext.statusTracker()
@@ -486,168 +438,116 @@ class _Statement:
 
     def finish(self, results: list[Any]) -> DmlResult:
         """Version files, orphan cleanup, partitions, commit."""
-        from hive_metastore.ttypes import AddDynamicPartitions, DataOperationType
-
-        from hivemesh.acid.writer import resolve_location, write_acid_version_file
-
-        assert self.txn is not None and self.write_id is not None
+        txn, write_id = self.write.txn_id, self.write.write_id
+        assert txn is not None and write_id is not None
         kept: dict[str, set[str]] = {}
         for r in results:
             directory, _, file_name = r.path.rpartition("/")
             kept.setdefault(directory, set()).add(file_name)
         for directory, names in kept.items():
-            fs, path = resolve_location(directory)
+            fs, path = storage.resolve_location(directory)
             _remove_orphans(fs, path, names)
-            if not self.insert_only:
+            if not self.target.insert_only:
                 write_acid_version_file(fs, path)
         partitions = sorted({(r.partition, tuple(r.pvalues)) for r in results if r.partition})
         if partitions and self.op == INSERT:
-            self._place_partitions(partitions, kept)
+            self._place_partitions(partitions)
         if partitions:
-            operation = {
-                INSERT: DataOperationType.INSERT,
-                UPDATE: DataOperationType.UPDATE,
-                DELETE: DataOperationType.DELETE,
-            }[self.op]
-            self.client.call(
-                "add_dynamic_partitions",
-                AddDynamicPartitions(
-                    txnid=self.txn,
-                    writeid=self.write_id,
-                    dbname=self.db,
-                    tablename=self.name,
-                    partitionnames=[name for name, _ in partitions],
-                    operationType=operation,
-                ),
-            )
-        self.heartbeater.stop()
-        self.commit_attempted = True
-        self.client.commit_txn(self.txn)
-        log.info("%s %s: txn %s committed", self.op, self.full_name, self.txn)
+            self.write.add_dynamic_partitions([name for name, _ in partitions])
+        self.write.commit()
+        log.info("%s %s: txn %s committed", self.op, self.full_name, txn)
         return DmlResult(
             operation=self.op,
-            txn_id=self.txn,
-            write_id=self.write_id,
+            txn_id=txn,
+            write_id=write_id,
             inserted=sum(r.rows for r in results if r.kind == INSERT),
             deleted=sum(r.rows for r in results if r.kind == DELETE),
             partitions=tuple(name for name, _ in partitions),
             files=tuple(sorted(r.path for r in results)),
         )
 
-    def _place_partitions(
-        self, partitions: list[tuple[str, tuple[str, ...]]], kept: dict[str, set[str]]
-    ) -> None:
+    def _place_partitions(self, partitions: list[tuple[str, tuple[str, ...]]]) -> None:
         """Create the partitions an insert wrote that do not exist; move the new delta of a
         partition that lives elsewhere than its default path."""
-        from hive_metastore.ttypes import AlreadyExistsException, Partition
-
-        from hivemesh.acid.names import delta_dir_name
-        from hivemesh.acid.writer import resolve_location
-        from hivemesh.storage.locations import join_location
-
+        t = self.target
         names = [name for name, _ in partitions]
         existing = {
-            self._part_name(p.values): p
-            for p in self.client.call("get_partitions_by_names", self.db, self.name, names, idempotent=True)
+            t.partition_name(p.values): p
+            for p in self.client.call("get_partitions_by_names", t.db, t.table_name, names, idempotent=True)
         }
-        delta = delta_dir_name(self.write_id, self.write_id, STATEMENT_ID)
         for name, values in partitions:
-            default = join_location(self.table.sd.location, name)
+            default = t.default_location(values)
+            if default is None:
+                raise ValueError(f"{self.full_name} has no location")
             part = existing.get(name)
             if part is None:
-                sd = copy.deepcopy(self.table.sd)
-                sd.location = default
-                try:
-                    self.client.call(
-                        "add_partition",
-                        Partition(
-                            values=list(values), dbName=self.db, tableName=self.name, sd=sd, parameters={}
-                        ),
-                    )
+                if t.add_partition(values):
                     continue
-                except AlreadyExistsException:  # created concurrently
-                    part = self.client.call(
-                        "get_partition", self.db, self.name, list(values), idempotent=True
-                    )
-            if _same_location(part.sd.location, default):
-                continue
-            src_fs, src = resolve_location(default.rstrip("/") + "/" + delta)
-            dst_fs, dst_parent = resolve_location(part.sd.location)
-            dst_fs.create_dir(dst_parent, recursive=True)
-            dst = dst_parent.rstrip("/") + "/" + delta
-            if type(src_fs) is not type(dst_fs):
-                raise NotImplementedError(f"moving {src} to another file system ({part.sd.location})")
-            self.locations.add(part.sd.location)
-            src_fs.move(src, dst)
-            log.info("%s: moved %s to the partition's location %s", self.full_name, src, dst)
-            _remove_empty_dirs(
-                src_fs, resolve_location(default)[1], resolve_location(self.table.sd.location)[1]
-            )
+                part = self.client.call(  # created concurrently
+                    "get_partition", t.db, t.table_name, list(values), idempotent=True
+                )
+            if not storage.same_location(part.sd.location, default):
+                self._move_delta(default, part.sd.location)
 
-    def _part_name(self, values: list[str]) -> str:
-        from hivemesh.hive.names import make_part_name
-
-        return make_part_name(self.partition_keys, list(values))
+    def _move_delta(self, default: str, location: str) -> None:
+        """Move this write's delta from a partition's default path to its real ``location``."""
+        assert self.write.write_id is not None
+        delta = delta_dir_name(self.write.write_id, self.write.write_id, STATEMENT_ID)
+        src_fs, src = storage.resolve_location(storage.join_location(default, delta))
+        dst_fs, dst_parent = storage.resolve_location(location)
+        dst_fs.create_dir(dst_parent, recursive=True)
+        dst = storage.join_location(dst_parent, delta)
+        if type(src_fs) is not type(dst_fs):
+            raise NotImplementedError(f"moving {src} to another file system ({location})")
+        self.locations.add(location)
+        src_fs.move(src, dst)
+        log.info("%s: moved %s to the partition's location %s", self.full_name, src, dst)
+        _remove_empty_dirs(
+            src_fs,
+            storage.resolve_location(default)[1],
+            storage.resolve_location(self.target.table.sd.location)[1],
+        )
 
     def fail(self) -> None:
         """Abort the txn and remove this write id's directories (best effort)."""
-        if self.heartbeater is not None:
-            self.heartbeater.stop()
+        self.write.close()
         try:
             self.wait_for_tasks()
         except Exception as e:  # the Spark context may be gone
-            log.warning("could not wait for the tasks of txn %s: %s", self.txn, e)
-        aborted = False
-        if self.txn is not None:
-            try:
-                self.client.abort_txn(self.txn)
-                aborted = True
-            except Exception as e:
-                log.warning("could not abort txn %s: %s", self.txn, getattr(e, "message", e))
-        if self.write_id is None:
+            log.warning("could not wait for the tasks of txn %s: %s", self.write.txn_id, e)
+        remove = self.write.abort()
+        if self.write.write_id is None or not remove:
             return
-        if self.commit_attempted and not aborted:
-            log.warning("commit of txn %s failed with unknown outcome; keeping its files", self.txn)
-            return
-        _remove_write_dirs(self.table.sd.location, len(self.partition_keys), self.write_id, self.locations)
+        _remove_write_dirs(
+            self.target.table.sd.location,
+            len(self.target.partition_keys),
+            self.write.write_id,
+            self.locations,
+        )
 
     def close(self) -> None:
         """Stop heartbeating and close the metastore connection."""
-        if self.heartbeater is not None:
-            self.heartbeater.stop()
+        self.write.close()
         self.client.close()
-
-
-def _same_location(a: str | None, b: str) -> bool:
-    from hivemesh.acid.writer import resolve_location
-
-    if not a:
-        return False
-    fa, pa_ = resolve_location(a)
-    fb, pb = resolve_location(b)
-    return type(fa) is type(fb) and pa_.rstrip("/") == pb.rstrip("/")
 
 
 def _remove_orphans(fs: Any, directory: str, keep: set[str]) -> None:
     """Remove files of failed task attempts from a new delta directory."""
-    import pyarrow.fs as pafs
-
-    from hivemesh.acid.names import ACID_VERSION_FILE
-
-    for info in fs.get_file_info(pafs.FileSelector(directory)):
-        name = info.path.rsplit("/", 1)[-1]
-        if info.type == pafs.FileType.File and name not in keep and name != ACID_VERSION_FILE:
+    for info in storage.list_dir(fs, directory):
+        if (
+            info.type == pafs.FileType.File
+            and info.base_name not in keep
+            and info.base_name != ACID_VERSION_FILE
+        ):
             log.info("removing %s (a failed task attempt's file)", info.path)
             fs.delete_file(info.path)
 
 
 def _remove_empty_dirs(fs: Any, path: str, stop: str) -> None:
-    import pyarrow.fs as pafs
-
     path, stop = path.rstrip("/"), stop.rstrip("/")
     while path.startswith(stop + "/"):
         try:
-            if fs.get_file_info(pafs.FileSelector(path)):
+            if storage.list_dir(fs, path):
                 return
             fs.delete_dir(path)
         except Exception:
@@ -658,37 +558,27 @@ def _remove_empty_dirs(fs: Any, path: str, stop: str) -> None:
 def _remove_write_dirs(table_location: str, depth: int, write_id: int, locations: Iterable[str] = ()) -> None:
     """Remove every ``delta_<w>_<w>_*`` / ``delete_delta_<w>_<w>_*`` directory of ``write_id`` in the
     table's (default) partition directories and in ``locations``."""
-    import pyarrow.fs as pafs
-
-    from hivemesh.acid.names import parse_acid_dir
-    from hivemesh.acid.writer import resolve_location
 
     def children(fs: Any, path: str) -> list[Any]:
         try:
-            return [
-                i
-                for i in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-                if i.type == pafs.FileType.Directory
-            ]
+            return [i for i in storage.list_dir(fs, path) if i.type == pafs.FileType.Directory]
         except OSError:
             return []
 
-    fs, root = resolve_location(table_location)
+    fs, root = storage.resolve_location(table_location)
     places = [(fs, root.rstrip("/"))]
     for _ in range(depth):
         places = [(fs, i.path) for f, d in places for i in children(f, d) if "=" in i.base_name]
-    places += [resolve_location(loc) for loc in locations]
+    places += [storage.resolve_location(loc) for loc in locations]
     for place_fs, place in places:
         for info in children(place_fs, place):
             acid_dir = parse_acid_dir(info.base_name)
             if acid_dir is None or acid_dir.is_base:
                 continue
-            if acid_dir.min_write_id == write_id == acid_dir.max_write_id:
-                try:
-                    place_fs.delete_dir(info.path)
-                    log.info("removed %s", info.path)
-                except Exception as e:
-                    log.warning("could not remove %s: %s", info.path, e)
+            if acid_dir.min_write_id == write_id == acid_dir.max_write_id and storage.remove_path(
+                place_fs, info.path
+            ):
+                log.info("removed %s", info.path)
 
 
 def _execute(statement: _Statement, build: Any) -> DmlResult:
@@ -726,12 +616,10 @@ def insert_acid(
     goes to its partition, missing partitions are created). ``session``: an
     :class:`~hivemesh.spark.acid.AcidSession` whose metastore to use (the insert still runs in its
     own write txn, committed here). Raises ValueError for missing or extra columns."""
-    from hivemesh.spark.acid_reader import spark_type
-
     if session is not None:
         metastore_uri = metastore_uri or session.metastore_uri
     statement = _Statement(spark, table, INSERT, metastore_uri)
-    wanted = [*statement.columns, *statement.partition_cols]
+    wanted = [*statement.target.columns, *statement.target.partition_cols]
     by_lower = {c.lower(): c for c in df.columns}
     missing = [n for n, _ in wanted if n.lower() not in by_lower]
     extra = sorted(set(by_lower) - {n.lower() for n, _ in wanted})
@@ -744,7 +632,7 @@ def insert_acid(
     data = df.select(*[F.col(f"`{by_lower[n.lower()]}`").cast(spark_type(t)).alias(n) for n, t in wanted])
 
     def build(st: _Statement) -> tuple[DataFrame, _Spec]:
-        out = data.sortWithinPartitions(*st.partition_keys) if st.partition_keys else data
+        out = data.sortWithinPartitions(*st.target.partition_keys) if st.target.partition_keys else data
         return out, st.spec()
 
     return _execute(statement, build)
@@ -755,25 +643,23 @@ def _changes(
 ) -> tuple[DataFrame, _Spec]:
     """The rows to delete (with their new values for an UPDATE), shuffled by (partition, bucket)
     and sorted by ROW__ID."""
-    from hivemesh.spark.acid_reader import spark_type
-
     rows, known = st.snapshot_rows()
     if condition is not None:
         rows = rows.filter(_column(condition))
     keys = [F.col(OWID), F.col(BUCKET), F.col(ROWID)]
     bucket_id = F.shiftright(F.col(BUCKET), 16).bitwiseAND(0xFFF).alias(BUCKET_ID)
     if assignments is None:
-        selected = rows.select(*keys, *[F.col(k) for k in st.partition_keys], bucket_id)
+        selected = rows.select(*keys, *[F.col(k) for k in st.target.partition_keys], bucket_id)
     else:
         new_values = [
             (_column(assignments[n]) if n in assignments else F.col(f"`{n}`")).cast(spark_type(t)).alias(n)
-            for n, t in st.columns
+            for n, t in st.target.columns
         ]
-        selected = rows.select(*keys, *new_values, *[F.col(k) for k in st.partition_keys], bucket_id)
+        selected = rows.select(*keys, *new_values, *[F.col(k) for k in st.target.partition_keys], bucket_id)
     shuffle = int(st.spark.conf.get("spark.sql.shuffle.partitions", "200"))
     n = max(1, min(shuffle, MAX_TASKS))
-    grouped = selected.repartition(n, *[F.col(k) for k in st.partition_keys], F.col(BUCKET_ID))
-    ordered = grouped.sortWithinPartitions(*st.partition_keys, BUCKET_ID, OWID, BUCKET, ROWID)
+    grouped = selected.repartition(n, *[F.col(k) for k in st.target.partition_keys], F.col(BUCKET_ID))
+    ordered = grouped.sortWithinPartitions(*st.target.partition_keys, BUCKET_ID, OWID, BUCKET, ROWID)
     return ordered, st.spec(known)
 
 
@@ -801,11 +687,11 @@ def update_acid(
     """UPDATE full-ACID ``table`` SET ``assignments`` (column -> Column or SQL expression over the
     old row) WHERE ``condition`` (None: every row). Partition columns cannot be assigned."""
     statement = _Statement(spark, table, UPDATE, metastore_uri)
-    names = {n.lower(): n for n, _ in statement.columns}
+    names = {n.lower(): n for n, _ in statement.target.columns}
     fixed: dict[str, Column | str] = {}
     for key, value in assignments.items():
         lower = key.lower()
-        if lower in {k.lower() for k in statement.partition_keys}:
+        if lower in {k.lower() for k in statement.target.partition_keys}:
             statement.close()
             raise ValueError(f"cannot update partition column {key} of {statement.full_name} (Hive neither)")
         if lower not in names:

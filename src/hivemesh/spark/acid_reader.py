@@ -6,7 +6,7 @@ vectorized ORC reader, kept working on ACID files by always reading all six ACID
 Why: ORC's ``SchemaEvolution`` recognizes an ACID file by its six top-level column names; when the
 schema Spark asks for is not ACID-shaped (Spark pruned columns: ``count()``, selecting a few
 fields) ORC wraps it in the ACID event schema again and the read fails with
-ArrayIndexOutOfBounds/ClassCastException (hive-acid.md, last section). Asking for all six columns
+ArrayIndexOutOfBounds/ClassCastException (README "Hive ACID"). Asking for all six columns
 (``row`` pruned to the fields used) keeps the shapes equal. The scan filter below references every
 ACID column plus the cheapest ``row`` field, so Spark's column pruning can never drop one; its
 conditions are true for every insert event Hive writes, so it costs only their decoding.
@@ -46,16 +46,20 @@ partition)``, broadcast when the delete events are small.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -73,19 +77,24 @@ from pyspark.sql.types import (
     StructField,
     StructType,
     TimestampType,
+    _parse_datatype_string,
 )
 
 from hivemesh.acid.arrow_reader import (
     HIVE_TEXT_NULL,
+    OriginalFileInfo,
     TableLayout,
     acid_events,
     arrow_row_type,
     flush_length,
+    original_events,
     original_files_info,
 )
 from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.selection import DataFile, SnapshotFiles
+from hivemesh.errors import HivemeshError
 from hivemesh.hive.txn_lists import ValidWriteIdList
+from hivemesh.spark.session import use_configured_python
 
 PARTITION_INDEX = "__hivemesh_partition"  # joins delete events to rows of the same location
 BROADCAST_DELETES_BYTES = 256 * 1024 * 1024  # delete files up to this size are broadcast
@@ -95,8 +104,6 @@ STREAMING_DRIVER_MAX_BYTES = 64 * 1024 * 1024  # flushed streaming bytes read on
 
 def spark_type(hive_type: str) -> DataType:
     """The Spark type of a Hive column type (``char``/``varchar`` read as strings)."""
-    from pyspark.sql.types import _parse_datatype_string
-
     text = re.sub(r"\b(?:var)?char\s*\(\s*\d+\s*\)", "string", hive_type.strip(), flags=re.IGNORECASE)
     return _parse_datatype_string(text)
 
@@ -208,12 +215,8 @@ def _arrow_tasks_reader(columns: tuple[tuple[str, str], ...], out_schema_json: s
     fallback for streaming files too large to read on the driver)."""
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        from hivemesh.acid.arrow_reader import acid_events, arrow_row_type, original_events
-
         out_schema = to_arrow_schema(
-            StructType.fromJson(__import__("json").loads(out_schema_json)),
+            StructType.fromJson(json.loads(out_schema_json)),
             timezone="UTC",
             prefers_large_types=False,
         )
@@ -236,25 +239,7 @@ def _arrow_tasks_reader(columns: tuple[tuple[str, str], ...], out_schema_json: s
     return read
 
 
-def _use_configured_python(spark: SparkSession) -> None:
-    """Make the ``mapInArrow`` workers run ``spark.pyspark.python`` (set by
-    :func:`hivemesh.spark.session` to an interpreter with pyarrow and hivemesh).
-
-    A driver started from Python (not ``spark-submit``) takes the workers' interpreter from
-    ``$PYSPARK_PYTHON`` only (``SparkContext.pythonExec``, default ``python3``) and ignores the
-    setting, so without this the workers may run a ``python3`` that has neither. An explicit
-    ``$PYSPARK_PYTHON`` wins."""
-    import os
-
-    sc = spark.sparkContext
-    if os.environ.get("PYSPARK_PYTHON"):
-        return
-    configured = sc.getConf().get("spark.pyspark.python")
-    if configured and getattr(sc, "pythonExec", None) != configured:
-        sc.pythonExec = configured
-
-
-class PythonWorkersError(RuntimeError):
+class PythonWorkersError(HivemeshError, RuntimeError):
     """The executors' Python interpreter cannot run hivemesh's Python worker code (it lacks
     pyarrow or hivemesh, or does not start). Raised on the driver before the job that needs it."""
 
@@ -283,8 +268,6 @@ def _cluster_python_problem(spark: SparkSession) -> str | None:
     or None."""
 
     def probe(_: Iterator[int]) -> Iterator[str]:
-        import sys
-
         try:
             __import__("pyarrow")
             __import__("hivemesh.acid.arrow_reader")
@@ -306,9 +289,10 @@ def require_python_workers(spark: SparkSession, purpose: str) -> None:
     hivemesh (``purpose``: what needs them, for the message).
 
     The interpreter checked is ``SparkContext.pythonExec`` (``$PYSPARK_PYTHON`` when the context
-    was created, else ``python3``; see :func:`_use_configured_python`). With a ``local`` master it
-    is started once on the driver machine (no Spark job); otherwise a one-task probe job runs.
-    A success is remembered per application and interpreter, so the check costs once."""
+    was created, else ``python3``; see :func:`hivemesh.spark.session.use_configured_python`). With
+    a ``local`` master it is started once on the driver machine (no Spark job); otherwise a
+    one-task probe job runs. A success is remembered per application and interpreter, so the check
+    costs once."""
     sc = spark.sparkContext
     python = str(getattr(sc, "pythonExec", None) or "python3")
     key = (sc.applicationId, python)
@@ -342,8 +326,6 @@ def _uri_path(uri: str) -> str:
 
 def _spark_file_path(reported: str) -> str:
     """The decoded path part of a file path as Spark reports it (``file:/a%20b/x``)."""
-    from urllib.parse import unquote, urlsplit
-
     return re.sub("/+", "/", unquote(urlsplit(reported).path))
 
 
@@ -362,64 +344,19 @@ def _original_events(
     ORC reader; ``need_ids``: synthesize ``bucket`` and ``rowId`` (else 0: nothing uses them)."""
     originals = loc.files.original_files
     infos = original_files_info(loc.location, originals)
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for i, (f, info) in enumerate(zip(originals, infos, strict=True)):
-        if len(info.column_names) != len(columns):
-            raise ValueError(
-                f"{_uri(loc.location, f.path)}: {len(info.column_names)} columns, table has {len(columns)}"
-            )
-        if info.rows:
-            groups.setdefault(info.column_names, []).append(i)
     frames = []
-    for names, members in groups.items():  # one scan per physical column naming
+    for names, members in _by_column_names(loc, infos, columns).items():  # one scan per naming
         read_schema = StructType(
             [StructField(n, spark_type(t), True) for n, (_, t) in zip(names, columns, strict=True)]
         )
         paths = [_uri(loc.location, originals[i].path) for i in members]
         scan = spark.read.schema(read_schema).orc(paths)
         row = F.struct(*[_quoted(n).alias(name) for n, (name, _) in zip(names, columns, strict=True)])
-        if not need_ids:
-            bucket, row_id, df = F.lit(0), F.lit(0), scan
+        if need_ids:
+            starts = _file_starts(scan, paths, [(originals[i], infos[i]) for i in members])
+            df, bucket, row_id = _with_row_positions(spark, scan, starts)
         else:
-            by_path = {_uri_path(p): i for p, i in zip(paths, members, strict=True)}
-            lookup = []
-            for reported in scan.inputFiles():
-                i = by_path.pop(_spark_file_path(reported), None)
-                if i is None:
-                    raise RuntimeError(f"cannot match the file Spark lists, {reported}, to {sorted(by_path)}")
-                bucket_id = originals[i].bucket_id if originals[i].bucket_id is not None else 0
-                key = re.sub(_SCHEME_AUTHORITY, "", reported)
-                lookup.append((key, infos[i].first_row_id, encode_bucket_property(bucket_id)))
-            if by_path:
-                raise RuntimeError(f"Spark does not list the original files {sorted(by_path)}")
-            # The nondeterministic id right above the scan keeps filters from being pushed below
-            # it: partition index << 33 + the row's index in its task, so consecutive within a split.
-            df = scan.select(
-                "*",
-                # Spark spells a file "file:/x" here and "file:///x" in inputFiles(): key on the path
-                F.regexp_replace(F.col("_metadata.file_path"), _SCHEME_AUTHORITY, "").alias(_FILE),
-                F.col("_metadata.file_block_start").alias(_START),
-                F.monotonically_increasing_id().alias(_SEQ),
-            )
-            # Per split (file, block start): its first id and row count, from a second scan that
-            # decodes no column; the splits before it in the file give its first position.
-            splits = df.groupBy(_FILE, _START).agg(
-                F.min(_SEQ).alias("__hivemesh_first_seq"), F.count(F.lit(1)).alias("__hivemesh_n")
-            )
-            earlier = F.sum("__hivemesh_n").over(Window.partitionBy(_FILE).orderBy(_START))
-            splits = splits.withColumn("__hivemesh_before", earlier - F.col("__hivemesh_n"))
-            starts = spark.createDataFrame(
-                lookup, f"{_FILE} string, __hivemesh_first long, __hivemesh_bucket int"
-            )
-            df = df.join(F.broadcast(splits.join(starts, _FILE)), [_FILE, _START])
-            bucket = F.col("__hivemesh_bucket")
-            offset = F.col(_SEQ) - F.col("__hivemesh_first_seq")
-            # Both scans split the files alike (same relation, same settings); if they ever did
-            # not, ids fall outside their split's range: fail rather than return wrong row ids.
-            row_id = F.when(
-                (offset >= 0) & (offset < F.col("__hivemesh_n")),
-                F.col("__hivemesh_first") + F.col("__hivemesh_before") + offset,
-            ).otherwise(F.raise_error(F.lit("hivemesh: original file splits differ between scans")))
+            df, bucket, row_id = scan, F.lit(0), F.lit(0)
         frames.append(
             df.select(
                 F.lit(0).cast("int").alias("operation"),
@@ -432,6 +369,76 @@ def _original_events(
             )
         )
     return frames
+
+
+def _by_column_names(
+    loc: LocationFiles, infos: Sequence[OriginalFileInfo], columns: Sequence[tuple[str, str]]
+) -> dict[tuple[str, ...], list[int]]:
+    """The non-empty original files of ``loc`` (indexes into its ``original_files``) grouped by
+    their physical column names; ValueError when a file's column count is not the table's."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, (f, info) in enumerate(zip(loc.files.original_files, infos, strict=True)):
+        if len(info.column_names) != len(columns):
+            raise ValueError(
+                f"{_uri(loc.location, f.path)}: {len(info.column_names)} columns, table has {len(columns)}"
+            )
+        if info.rows:
+            groups.setdefault(info.column_names, []).append(i)
+    return groups
+
+
+def _file_starts(
+    scan: DataFrame, paths: Sequence[str], files: Sequence[tuple[DataFile, OriginalFileInfo]]
+) -> list[tuple[str, int, int]]:
+    """For each file of ``scan`` (``paths[i]`` is ``files[i]``), keyed by its path as
+    ``_metadata.file_path`` spells it without scheme and authority: its first row id in its bucket
+    and its encoded bucket property. RuntimeError when Spark's file list does not match ``paths``."""
+    by_path = {_uri_path(p): i for i, p in enumerate(paths)}
+    starts = []
+    for reported in scan.inputFiles():
+        i = by_path.pop(_spark_file_path(reported), None)
+        if i is None:
+            raise RuntimeError(f"cannot match the file Spark lists, {reported}, to {sorted(by_path)}")
+        f, info = files[i]
+        bucket_id = f.bucket_id if f.bucket_id is not None else 0
+        key = re.sub(_SCHEME_AUTHORITY, "", reported)
+        starts.append((key, info.first_row_id, encode_bucket_property(bucket_id)))
+    if by_path:
+        raise RuntimeError(f"Spark does not list the original files {sorted(by_path)}")
+    return starts
+
+
+def _with_row_positions(
+    spark: SparkSession, scan: DataFrame, starts: list[tuple[str, int, int]]
+) -> tuple[DataFrame, Column, Column]:
+    """``scan`` with the columns that give each row its ``bucket`` and ``rowId`` (its position in
+    its bucket), from the ``starts`` of :func:`_file_starts`: (frame, bucket, row id)."""
+    # The nondeterministic id right above the scan keeps filters from being pushed below
+    # it: partition index << 33 + the row's index in its task, so consecutive within a split.
+    df = scan.select(
+        "*",
+        # Spark spells a file "file:/x" here and "file:///x" in inputFiles(): key on the path
+        F.regexp_replace(F.col("_metadata.file_path"), _SCHEME_AUTHORITY, "").alias(_FILE),
+        F.col("_metadata.file_block_start").alias(_START),
+        F.monotonically_increasing_id().alias(_SEQ),
+    )
+    # Per split (file, block start): its first id and row count, from a second scan that
+    # decodes no column; the splits before it in the file give its first position.
+    splits = df.groupBy(_FILE, _START).agg(
+        F.min(_SEQ).alias("__hivemesh_first_seq"), F.count(F.lit(1)).alias("__hivemesh_n")
+    )
+    earlier = F.sum("__hivemesh_n").over(Window.partitionBy(_FILE).orderBy(_START))
+    splits = splits.withColumn("__hivemesh_before", earlier - F.col("__hivemesh_n"))
+    files = spark.createDataFrame(starts, f"{_FILE} string, __hivemesh_first long, __hivemesh_bucket int")
+    df = df.join(F.broadcast(splits.join(files, _FILE)), [_FILE, _START])
+    offset = F.col(_SEQ) - F.col("__hivemesh_first_seq")
+    # Both scans split the files alike (same relation, same settings); if they ever did
+    # not, ids fall outside their split's range: fail rather than return wrong row ids.
+    row_id = F.when(
+        (offset >= 0) & (offset < F.col("__hivemesh_n")),
+        F.col("__hivemesh_first") + F.col("__hivemesh_before") + offset,
+    ).otherwise(F.raise_error(F.lit("hivemesh: original file splits differ between scans")))
+    return df, F.col("__hivemesh_bucket"), row_id
 
 
 def _streaming_driver_max_bytes(spark: SparkSession) -> int:
@@ -447,8 +454,6 @@ def _streaming_events(
     out_schema = _arrow_events_schema(columns)
     total = sum(t["length"] for t in tasks)
     if total <= _streaming_driver_max_bytes(spark):
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         target = to_arrow_schema(out_schema, timezone="UTC", prefers_large_types=False)
         row_type = arrow_row_type(columns)
         parts = []
@@ -464,7 +469,7 @@ def _streaming_events(
                 )
             )
         return spark.createDataFrame(pa.concat_tables(parts) if parts else target.empty_table(), out_schema)
-    _use_configured_python(spark)
+    use_configured_python(spark)
     require_python_workers(spark, f"reading {len(tasks)} streaming file(s) ({total} flushed bytes)")
     task_df = spark.createDataFrame(
         tasks, "kind string, path string, length long, bucket_id int, first_row_id long, pindex int"
@@ -505,92 +510,128 @@ def snapshot_dataframe(
             raise ValueError("insert-only tables have no row ids (ROW__ID)")
         return _insert_only_dataframe(spark, locations, layout, partition_cols)
     columns = layout.columns
-    row = row_struct(columns)
-    file_schema = acid_file_schema(columns)
-    inserts: list[DataFrame] = []
-    deletes: list[DataFrame] = []
-    stream_tasks: list[dict[str, Any]] = []
-    delete_bytes = 0
-    needs_filter = False
+    scans = _EventScans(spark, columns, write_ids)
     for pindex, loc in enumerate(locations):
-        plain: list[str] = []
-        if loc.files.original_files:
-            need_ids = with_row_ids or bool(loc.files.delete_files)
-            inserts.extend(_original_events(spark, loc, pindex, columns, need_ids))
-        for f in loc.files.data_files:
-            if f.directory is None:  # original files are also listed here; read above
-                continue
-            needs_filter = needs_filter or f.write_id_filter
-            length = flush_length(loc.location, f)
-            if length is not None:
-                if length > 0:  # 0: no footer flushed yet, nothing readable
-                    stream_tasks.append(
-                        {
-                            "kind": "acid",
-                            "path": _uri(loc.location, f.path),
-                            "length": length,
-                            "bucket_id": 0,
-                            "first_row_id": 0,
-                            "pindex": pindex,
-                        }
-                    )
-            else:
-                plain.append(_uri(loc.location, f.path))
-        if plain:
-            df = spark.read.schema(file_schema).orc(plain).filter(_anchor(row))
-            inserts.append(df.withColumn(PARTITION_INDEX, F.lit(pindex)))
-        delete_paths = [_uri(loc.location, f.path) for f in loc.files.delete_files]
-        delete_bytes += sum(f.size for f in loc.files.delete_files)
-        if delete_paths:
-            dd = spark.read.schema(file_schema).orc(delete_paths)
-            dd = dd.filter(
-                (F.col("operation") == 2)
-                & F.col("row").isNull()
-                & valid_write_id_column(F.col("currentTransaction"), write_ids)
-            )
-            deletes.append(
-                dd.select(
-                    F.col("rowId").alias("d_rowId"),
-                    F.col("originalTransaction").alias("d_owid"),
-                    F.col("bucket").alias("d_bucket"),
-                    F.lit(pindex).alias("d_p"),
-                )
-            )
-    if stream_tasks:
-        inserts.append(_streaming_events(spark, stream_tasks, columns).filter(F.col("operation") != 2))
-    if not inserts:
-        empty = spark.createDataFrame(
-            [], StructType([*file_schema.fields, StructField(PARTITION_INDEX, IntegerType())])
-        )
-        inserts.append(empty)
-    events = _union(inserts)
-    if needs_filter:
-        events = events.filter(valid_write_id_column(F.col("currentTransaction"), write_ids))
-    if deletes:
-        dels = _union(deletes)  # duplicates do not change a left anti join
-        if delete_bytes <= BROADCAST_DELETES_BYTES:
-            dels = F.broadcast(dels)
-        # One long join key (Spark builds a LongHashedRelation, measured 25% faster than a
-        # 4-column key on lineitem); the exact ROW__ID comparison is written as differences so
-        # Spark keeps it as the join condition instead of adding it to the key.
-        events = events.withColumn(
-            "__k", _packed_key("rowId", "originalTransaction", "bucket", PARTITION_INDEX)
-        )
-        dels = dels.withColumn("d_k", _packed_key("d_rowId", "d_owid", "d_bucket", "d_p"))
-        cond = (
-            (events["__k"] == dels["d_k"])
-            & ((events["rowId"] - dels["d_rowId"]) == 0)
-            & ((events["originalTransaction"] - dels["d_owid"]) == 0)
-            & ((events["bucket"] - dels["d_bucket"]) == 0)
-            & ((events[PARTITION_INDEX] - dels["d_p"]) == 0)
-        )
-        events = events.join(dels, cond, "left_anti")
+        scans.add_location(loc, pindex, need_ids=with_row_ids or bool(loc.files.delete_files))
+    events = scans.live_inserts()
     out = [F.col("row").getField(name).alias(name) for name, _ in columns]
     if with_row_ids:
         out = [F.col("originalTransaction"), F.col("bucket"), F.col("rowId"), *out]
     if partition_cols:
         return _with_partitions(events.select(*out, PARTITION_INDEX), locations, partition_cols)
     return events.select(*out)
+
+
+@dataclass
+class _EventScans:
+    """The scans of a full-ACID snapshot, added location by location (``pindex``: the location's
+    index, kept in the :data:`PARTITION_INDEX` column): insert events, streaming files to read
+    up to their flushed length, and the ROW__IDs of delete events."""
+
+    spark: SparkSession
+    columns: Sequence[tuple[str, str]]
+    write_ids: ValidWriteIdList
+    inserts: list[DataFrame] = field(default_factory=list)
+    deletes: list[DataFrame] = field(default_factory=list)
+    stream_tasks: list[dict[str, Any]] = field(default_factory=list)
+    delete_bytes: int = 0
+    needs_filter: bool = False  # some file holds events of write ids not valid in the snapshot
+    file_schema: StructType = field(init=False)
+    row: StructType = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.file_schema = acid_file_schema(self.columns)
+        self.row = row_struct(self.columns)
+
+    def add_location(self, loc: LocationFiles, pindex: int, need_ids: bool) -> None:
+        """Add ``loc``'s original files (``need_ids``: with their synthesized row ids), its ACID
+        data files and its delete files."""
+        if loc.files.original_files:
+            self.inserts.extend(_original_events(self.spark, loc, pindex, self.columns, need_ids))
+        self._add_acid_files(loc, pindex)
+        self._add_delete_files(loc, pindex)
+
+    def _add_acid_files(self, loc: LocationFiles, pindex: int) -> None:
+        plain: list[str] = []
+        for f in loc.files.data_files:
+            if f.directory is None:  # original files are also listed here; read above
+                continue
+            self.needs_filter = self.needs_filter or f.write_id_filter
+            length = flush_length(loc.location, f)
+            if length is None:
+                plain.append(_uri(loc.location, f.path))
+            elif length > 0:  # 0: no footer flushed yet, nothing readable
+                self.stream_tasks.append(
+                    {
+                        "kind": "acid",
+                        "path": _uri(loc.location, f.path),
+                        "length": length,
+                        "bucket_id": 0,
+                        "first_row_id": 0,
+                        "pindex": pindex,
+                    }
+                )
+        if plain:
+            df = self.spark.read.schema(self.file_schema).orc(plain).filter(_anchor(self.row))
+            self.inserts.append(df.withColumn(PARTITION_INDEX, F.lit(pindex)))
+
+    def _add_delete_files(self, loc: LocationFiles, pindex: int) -> None:
+        delete_paths = [_uri(loc.location, f.path) for f in loc.files.delete_files]
+        self.delete_bytes += sum(f.size for f in loc.files.delete_files)
+        if not delete_paths:
+            return
+        dd = self.spark.read.schema(self.file_schema).orc(delete_paths)
+        dd = dd.filter(
+            (F.col("operation") == 2)
+            & F.col("row").isNull()
+            & valid_write_id_column(F.col("currentTransaction"), self.write_ids)
+        )
+        self.deletes.append(
+            dd.select(
+                F.col("rowId").alias("d_rowId"),
+                F.col("originalTransaction").alias("d_owid"),
+                F.col("bucket").alias("d_bucket"),
+                F.lit(pindex).alias("d_p"),
+            )
+        )
+
+    def live_inserts(self) -> DataFrame:
+        """The insert events valid in the snapshot and not deleted: ACID columns + partition
+        index. Reads the streaming files (on the driver, or checks the executors' Python)."""
+        inserts = list(self.inserts)
+        if self.stream_tasks:
+            streamed = _streaming_events(self.spark, self.stream_tasks, self.columns)
+            inserts.append(streamed.filter(F.col("operation") != 2))
+        if not inserts:
+            empty = StructType([*self.file_schema.fields, StructField(PARTITION_INDEX, IntegerType())])
+            inserts.append(self.spark.createDataFrame([], empty))
+        events = _union(inserts)
+        if self.needs_filter:
+            events = events.filter(valid_write_id_column(F.col("currentTransaction"), self.write_ids))
+        if not self.deletes:
+            return events
+        dels = _union(self.deletes)  # duplicates do not change a left anti join
+        if self.delete_bytes <= BROADCAST_DELETES_BYTES:
+            dels = F.broadcast(dels)
+        return _without_deleted(events, dels)
+
+
+def _without_deleted(events: DataFrame, dels: DataFrame) -> DataFrame:
+    """``events`` without those whose ROW__ID and partition index are in ``dels`` (columns
+    ``d_rowId``, ``d_owid``, ``d_bucket``, ``d_p``): a left anti join."""
+    # One long join key (Spark builds a LongHashedRelation, measured 25% faster than a
+    # 4-column key on lineitem); the exact ROW__ID comparison is written as differences so
+    # Spark keeps it as the join condition instead of adding it to the key.
+    events = events.withColumn("__k", _packed_key("rowId", "originalTransaction", "bucket", PARTITION_INDEX))
+    dels = dels.withColumn("d_k", _packed_key("d_rowId", "d_owid", "d_bucket", "d_p"))
+    cond = (
+        (events["__k"] == dels["d_k"])
+        & ((events["rowId"] - dels["d_rowId"]) == 0)
+        & ((events["originalTransaction"] - dels["d_owid"]) == 0)
+        & ((events["bucket"] - dels["d_bucket"]) == 0)
+        & ((events[PARTITION_INDEX] - dels["d_p"]) == 0)
+    )
+    return events.join(dels, cond, "left_anti")
 
 
 CASE_PARTITIONS_MAX = 32  # up to this many partitions values come from a CASE, beyond from a join
@@ -669,9 +710,3 @@ def _insert_only_dataframe(
         schema = StructType([*row.fields, *[StructField(n, spark_type(t)) for n, t in partition_cols]])
         return spark.createDataFrame([], schema)
     return _union(frames)
-
-
-def data_file_uris(loc: LocationFiles) -> list[str]:
-    """URIs of every data file ``loc`` reads (for logs and tests)."""
-    files: list[DataFile] = list(loc.files.data_files)
-    return [_uri(loc.location, f.path) for f in files]

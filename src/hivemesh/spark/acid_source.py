@@ -1,6 +1,7 @@
 """``spark.read.format("hiveacid")``: Hive transactional tables as a Python data source.
 
-Usage, once :func:`register` ran for the session::
+Usage, once registered in the session (:func:`hivemesh.spark.session.register_hiveacid`, which
+:func:`hivemesh.spark.session` runs)::
 
     df = (spark.read.format("hiveacid")
           .option("metastore.uri", "thrift://127.0.0.1:9083")   # default: the session's
@@ -9,7 +10,7 @@ Usage, once :func:`register` ran for the session::
 
 Options: ``table`` (or the ``load`` path; an unqualified name is in ``default``: the data source
 cannot see Spark's current database), ``metastore.uri`` (default: the SparkSession's
-``hive.metastore.uris`` when :func:`register` ran), ``partition_filter`` (a Hive partition filter,
+``hive.metastore.uris`` when it was registered), ``partition_filter`` (a Hive partition filter,
 ``ds >= "2024-01-01" and hr = 1``, sent to ``get_partitions_by_filter``: only those partitions are
 listed and read), ``partition_pushdown`` (``true``: also derive a partition filter from Spark's
 pushed filters; read the caveat below), ``with_row_ids`` (``true``: Hive's ROW__ID columns
@@ -33,8 +34,8 @@ non-null value, ``<``, ``<=``, ``>``, ``>=``, ``IN``, and ``<>`` / ``NOT IN``) o
 integral and date partition columns become a Hive partition filter (``ds = "2024-01-01" and (hr = 1
 or hr = 2)``), ANDed with ``partition_filter``. Every filter is still handed back to Spark, which
 evaluates it again on the rows: the metastore's filter semantics only decide what is read. It
-needs ``spark.sql.python.filterPushdown.enabled=true``, which :func:`register` sets. Caveat, why it
-is off by default: PySpark 4.3 keeps the planned read (input partitions and read function) on the
+needs ``spark.sql.python.filterPushdown.enabled=true``, which registering sets. Caveat, why it is
+off by default: PySpark 4.3 keeps the planned read (input partitions and read function) on the
 data source instance of the loaded DataFrame (``PythonDataSourceV2.getOrCreateReadInfo``) and
 replaces it whenever filters are pushed (``setReadInfo``); a later query over the same loaded
 DataFrame with no pushable filter reuses the last planned read. With pushdown that read may be
@@ -61,12 +62,15 @@ that session's snapshot with ``valid_txns`` / ``valid_write_ids``.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import pyarrow as pa
+from hive_metastore.ttypes import TxnType
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -81,9 +85,16 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
     Not,
 )
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-log = logging.getLogger("hivemesh.spark.acid_source")
+from hivemesh.acid.arrow_reader import list_location, read_snapshot_files, table_layout
+from hivemesh.acid.selection import select_files
+from hivemesh.acid.tables import is_insert_only, split_name, table_locations
+from hivemesh.client.metastore import MetastoreClient, lock_component
+from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
+
+log = logging.getLogger(__name__)
 
 NAME = "hiveacid"
 AGENT_INFO = "hivemesh-spark-acid-source"
@@ -108,15 +119,10 @@ class TableInfo:
 
 
 def _connect(uri: str) -> Any:
-    from hivemesh.client.metastore import MetastoreClient
-
     return MetastoreClient(uri).connect()
 
 
 def _table_info(client: Any, table: str) -> tuple[TableInfo, Any]:
-    from hivemesh.acid.arrow_reader import table_layout
-    from hivemesh.acid.tables import is_insert_only, split_name
-
     db, name = split_name(table)
     tbl = client.call("get_table", db, name, idempotent=True)
     table_layout(tbl)  # NotTransactionalError when it is not transactional
@@ -159,8 +165,6 @@ def _base_type(hive_type: str) -> str:
 def hive_literal(value: Any, hive_type: str) -> str | None:
     """``value`` as a Hive partition-filter literal for a key of ``hive_type``; None when it
     cannot be written exactly (other types, strings with a backslash or both quote kinds)."""
-    import datetime as dt
-
     base = _base_type(hive_type)
     if base in _INTEGRAL:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -306,14 +310,6 @@ class HiveAcidReader(DataSourceReader):
         ValidWriteIdList, committed before returning, unless the options carry a snapshot), the
         pruned partitions and their files, grouped into :class:`AcidSplit` s of about
         ``split_bytes``. NotTransactionalError, NotEnoughHistoryError, MetaException."""
-        from hive_metastore.ttypes import TxnType
-
-        from hivemesh.acid.arrow_reader import list_location, table_layout
-        from hivemesh.acid.selection import select_files
-        from hivemesh.acid.tables import table_locations
-        from hivemesh.client.metastore import lock_component
-        from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
-
         split_bytes = int(self.options.get("split_bytes") or DEFAULT_SPLIT_BYTES)
         client = _connect(self.uri)
         txn = None
@@ -360,11 +356,6 @@ class HiveAcidReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Read one split on an executor with pyarrow: Arrow RecordBatches of the table's columns,
         then its partition columns (ROW__ID first with ``with_row_ids``)."""
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        from hivemesh.acid.arrow_reader import read_snapshot_files
-
         split: AcidSplit | None = partition.value
         if split is None:  # Spark's single empty partition when there is nothing to read
             return
@@ -417,7 +408,7 @@ def _table_option(options: Any) -> str:
 class HiveAcidDataSource(DataSource):
     """The ``hiveacid`` Python data source (see the module doc)."""
 
-    default_metastore_uri: str | None = None  # set on the class :func:`register` makes
+    default_metastore_uri: str | None = None  # set on the subclass register_hiveacid makes
 
     @classmethod
     def name(cls) -> str:
@@ -450,27 +441,3 @@ class HiveAcidDataSource(DataSource):
             else HiveAcidReader
         )
         return cls(self.options, self._uri(), getattr(self, "_info", None), schema)
-
-
-def register(spark: Any, metastore_uri: str | None = None) -> None:
-    """Register ``format("hiveacid")`` in ``spark`` (and turn on
-    ``spark.sql.python.filterPushdown.enabled``, which partition pruning needs).
-
-    ``metastore_uri``: the default ``metastore.uri`` option (default: the session's
-    ``hive.metastore.uris``, if any)."""
-    from hivemesh.spark.acid import metastore_uri_of
-    from hivemesh.spark.acid_reader import _use_configured_python
-
-    _use_configured_python(spark)  # the planning and reading workers need hivemesh and pyarrow
-    if metastore_uri is None:
-        try:
-            metastore_uri = metastore_uri_of(spark)
-        except ValueError:
-            metastore_uri = None
-    spark.conf.set(PUSHDOWN_CONF, "true")
-    source = type(
-        "HiveAcidDataSourceWithDefaults",
-        (HiveAcidDataSource,),
-        {"default_metastore_uri": metastore_uri, "__module__": __name__},
-    )
-    spark.dataSource.register(source)

@@ -38,7 +38,8 @@ How (nothing of Spark's analyzer touches a transactional table as a Hive table):
    predicate on the rows read, so the metastore's filter semantics only decide what is read.
 
 Transactions: every table is read under the session's one read txn and snapshot
-(:class:`~hivemesh.spark.acid.AcidSession`), so a self-join reads one snapshot.
+(:class:`~hivemesh.spark.acid.AcidSession`, seen here as a :class:`SqlSession`), so a self-join
+reads one snapshot.
 
 Limits: DML on a transactional table (``INSERT INTO``/``UPDATE``/``DELETE``/``MERGE`` naming it as the
 target) raises NotImplementedError (use :mod:`hivemesh.spark.acid_dml`); transactional tables read
@@ -54,16 +55,18 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from pyspark.sql import DataFrame
+from hive_metastore.ttypes import NoSuchObjectException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructField, StructType
 
+from hivemesh.acid.tables import is_transactional
+from hivemesh.client.metastore import MetastoreClient
+from hivemesh.spark.acid_reader import spark_type
 from hivemesh.spark.acid_source import hive_key, hive_literal
 
-if TYPE_CHECKING:
-    from hivemesh.spark.acid import AcidSession
-
-log = logging.getLogger("hivemesh.spark.acid_sql")
+log = logging.getLogger(__name__)
 
 SESSION_CATALOG = "spark_catalog"
 VIEW_PREFIX = "__hivemesh_acid_"
@@ -84,6 +87,22 @@ _COMPARISONS = {
     "GreaterThanOrEqual": ">=",
 }
 _FLIPPED = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+class SqlSession(Protocol):
+    """What :func:`acid_sql` needs of a session (:class:`hivemesh.spark.acid.AcidSession` is one;
+    a protocol, so this module does not import the session's, which imports this one)."""
+
+    spark: SparkSession
+    client: MetastoreClient
+
+    def snapshot(self, table: str) -> Any:
+        """The session's snapshot of ``db.table`` (``.table``: the metastore table), taken once."""
+        ...
+
+    def read(self, table: str, *, partition_filter: str | None = None) -> DataFrame:
+        """``db.table`` under the session's snapshot, only the partitions ``partition_filter`` selects."""
+        ...
 
 
 @dataclass
@@ -228,7 +247,7 @@ class _Resolver:
     """Maps table names to ``db.table`` the way Spark resolves them, and asks the metastore which
     are transactional (cached)."""
 
-    def __init__(self, session: AcidSession):
+    def __init__(self, session: SqlSession):
         self.session = session
         spark = session.spark
         jsession = spark._jsparkSession
@@ -262,10 +281,6 @@ class _Resolver:
 
     def transactional(self, name: str) -> Any | None:
         """The metastore table when ``name`` is a transactional table (not a view), else None."""
-        from hive_metastore.ttypes import NoSuchObjectException
-
-        from hivemesh.acid.tables import is_transactional
-
         if name not in self.tables:
             db, table = name.split(".", 1)
             try:
@@ -444,7 +459,7 @@ def _drop_views(spark: Any, views: list[str]) -> None:
             log.warning("could not drop temp view %s: %s", v, e)
 
 
-def acid_sql(session: AcidSession, query: str) -> DataFrame:
+def acid_sql(session: SqlSession, query: str) -> DataFrame:
     """``spark.sql(query)`` with the transactional tables it reads read through ``session``
     (see the module doc). Raises NotImplementedError when it writes a transactional table."""
     spark = session.spark
@@ -495,14 +510,10 @@ def acid_sql(session: AcidSession, query: str) -> DataFrame:
 
 
 def _prune(
-    session: AcidSession, text: str, span: tuple[int, int], all_refs: list[RelationRef], all_views: list[str]
+    session: SqlSession, text: str, span: tuple[int, int], all_refs: list[RelationRef], all_views: list[str]
 ) -> None:
     """Set ``partition_filter`` on the partitioned refs from the optimized plan of the statement's
     query part (``span`` of ``text``) over empty placeholders (see the module doc, step 4)."""
-    from pyspark.sql.types import StructField, StructType
-
-    from hivemesh.spark.acid_reader import spark_type
-
     spark = session.spark
     first, last = span
     inside = [(r, v) for r, v in zip(all_refs, all_views, strict=True) if first <= r.start and r.stop <= last]

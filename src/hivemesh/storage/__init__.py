@@ -1,15 +1,23 @@
-"""Storage: a table location resolved to a file system (``pyarrow.fs``) and the directory
-operations the metastore and the ACID writers need. Lower layers: :mod:`hivemesh.hive` only."""
+"""Storage: a table location resolved to a file system (``pyarrow.fs``) and the file and directory
+operations the metastore and the ACID readers and writers need. Lower layers: :mod:`hivemesh.hive`
+only."""
 
 from hivemesh.storage.locations import (
     delete_dir,
     exists,
     is_subdir,
     join_location,
+    list_dir,
+    list_files,
+    local_path,
     make_dirs,
     move_dir,
     normalize_location,
+    path_exists,
     quick_stats,
+    remove_path,
+    resolve_location,
+    same_location,
 )
 
 __all__ = [
@@ -17,8 +25,15 @@ __all__ = [
     "exists",
     "is_subdir",
     "join_location",
+    "list_dir",
+    "list_files",
+    "local_path",
     "make_dirs",
     "move_dir",
     "normalize_location",
+    "path_exists",
     "quick_stats",
+    "remove_path",
+    "resolve_location",
+    "same_location",
 ]

@@ -1,8 +1,16 @@
-"""Warehouse locations and file-system operations on table directories.
+"""Warehouse locations and file-system operations on table directories: the one place where a
+location becomes a ``pyarrow.fs`` file system and a path on it (:func:`resolve_location`).
 
 Locations of the ``file`` scheme are written as Hadoop does (``file:/abs/path``); other schemes are
 stored as given and their directories are managed through ``pyarrow.fs`` when it supports the
-scheme. Operations on a location that cannot be reached log and report failure instead of raising.
+scheme. Two kinds of operations:
+
+* on a location (what the metastore manages: :func:`make_dirs`, :func:`delete_dir`,
+  :func:`move_dir`, :func:`exists`, :func:`quick_stats`): a location that cannot be reached logs
+  and reports failure instead of raising;
+* on a resolved ``(file system, path)`` (what the ACID readers and writers use: :func:`path_exists`,
+  :func:`list_dir`, :func:`remove_path`): storage errors raise OSError, except in
+  :func:`remove_path`, which is best effort.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ import pyarrow.fs as pafs
 log = logging.getLogger("hivemesh.storage.locations")
 
 
-def _local_path(location: str) -> str:
+def local_path(location: str) -> str:
     """The path of a ``file:`` location, taken literally as Hadoop does (``%2F`` stays ``%2F``).
 
     ``file:/x``, ``file:///x`` and ``file://localhost/x`` all give ``/x``.
@@ -37,7 +45,7 @@ def normalize_location(location: str) -> str:
     if "://" not in location and not location.startswith("file:"):
         return "file:" + str(Path(location).resolve())
     if location.startswith("file:"):
-        path = _local_path(location)
+        path = local_path(location)
         return "file:" + (path.rstrip("/") or "/")
     return location.rstrip("/") if len(location) > 1 else location
 
@@ -47,20 +55,49 @@ def join_location(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *parts])
 
 
-def _fs_and_path(location: str) -> tuple[pafs.FileSystem, str] | None:
+def resolve_location(location: str, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.FileSystem, str]:
+    """``(file system, path on it)`` of a location (a table, partition, delta directory or file).
+
+    With ``filesystem`` the location is a path on it (a URI's scheme and authority are dropped).
+    Without: a plain path or ``file:`` URI -> the local file system (``file:/x``, ``file:///x``
+    -> ``/x``; relative paths made absolute); any other URI -> ``pyarrow.fs.FileSystem.from_uri``
+    (ValueError/OSError when pyarrow cannot open it).
+    """
+    if filesystem is not None:
+        if location.startswith("file:"):
+            return filesystem, local_path(location)
+        if "://" in location:
+            rest = location.split("://", 1)[1]
+            return filesystem, "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+        return filesystem, location
     if location.startswith("file:"):
-        return pafs.LocalFileSystem(), _local_path(location)
-    try:
-        return pafs.FileSystem.from_uri(location)
-    except Exception as e:  # unsupported scheme or no credentials: leave the storage alone
-        log.info("not managing storage at %s: %s", location, e)
-        return None
+        return pafs.LocalFileSystem(), local_path(location)
+    if "://" not in location:
+        return pafs.LocalFileSystem(), os.path.abspath(location)
+    filesystem, path = pafs.FileSystem.from_uri(location)
+    return filesystem, str(path)
+
+
+def same_location(a: str | None, b: str) -> bool:
+    """True when locations ``a`` and ``b`` name the same directory (same kind of file system, same
+    path but for trailing slashes); False when ``a`` is empty. Errors as :func:`resolve_location`."""
+    if not a:
+        return False
+    fa, pa_ = resolve_location(a)
+    fb, pb = resolve_location(b)
+    return type(fa) is type(fb) and pa_.rstrip("/") == pb.rstrip("/")
 
 
 def _target(location: str | None) -> tuple[pafs.FileSystem, str] | None:
     """File system and path of a location hivemesh manages, or None (no location, or a scheme
     pyarrow cannot open here)."""
-    return _fs_and_path(location) if location else None
+    if not location:
+        return None
+    try:
+        return resolve_location(location)
+    except Exception as e:  # unsupported scheme or no credentials: leave the storage alone
+        log.info("not managing storage at %s: %s", location, e)
+        return None
 
 
 def make_dirs(location: str | None) -> bool:
@@ -78,34 +115,20 @@ def make_dirs(location: str | None) -> bool:
 
 
 def delete_dir(location: str | None) -> bool:
-    """Delete a directory tree if it exists; True when something was deleted. Never raises."""
+    """Delete a directory tree (or a file) if it exists; True when something was deleted. Never raises."""
     target = _target(location)
-    if target is None:
-        return False
-    fs, path = target
-    try:
-        info = fs.get_file_info(path)
-        if info.type == pafs.FileType.NotFound:
-            return False
-        if info.type == pafs.FileType.Directory:
-            fs.delete_dir(path)
-        else:
-            fs.delete_file(path)
-        return True
-    except OSError as e:
-        log.warning("could not delete %s: %s", location, e)
-        return False
+    return target is not None and remove_path(*target)
 
 
 def move_dir(src: str, dst: str) -> bool:
     """Move a directory (a rename on the same file system); True when moved."""
-    a, b = _fs_and_path(src), _fs_and_path(dst)
+    a, b = _target(src), _target(dst)
     if a is None or b is None:
         return False
     fs, src_path = a
     _, dst_path = b
     try:
-        if fs.get_file_info(src_path).type == pafs.FileType.NotFound:
+        if not path_exists(fs, src_path):
             return False
         fs.create_dir(os.path.dirname(dst_path), recursive=True)
         fs.move(src_path, dst_path)
@@ -128,9 +151,8 @@ def exists(location: str | None) -> bool:
     target = _target(location)
     if target is None:
         return False
-    fs, path = target
     try:
-        return fs.get_file_info(path).type != pafs.FileType.NotFound
+        return path_exists(*target)
     except OSError:
         return False
 
@@ -144,18 +166,51 @@ def quick_stats(location: str | None) -> tuple[int, int] | None:
         return None
     fs, path = target
     try:
-        infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+        listed = list_files(fs, path)
     except OSError as e:
         log.warning("could not list %s: %s", location, e)
         return None
-    base = path.rstrip("/") + "/"
-    files = size = 0
-    for info in infos:
-        if info.type != pafs.FileType.File:
-            continue
-        rel = info.path[len(base) :] if info.path.startswith(base) else info.base_name
-        if any(part.startswith(("_", ".")) for part in rel.split("/")):
-            continue
-        files += 1
-        size += info.size or 0
-    return files, size
+    visible = [size for rel, size in listed if not any(p.startswith(("_", ".")) for p in rel.split("/"))]
+    return len(visible), sum(visible)
+
+
+# --- on a resolved (file system, path) ------------------------------------------------------------
+
+
+def path_exists(fs: pafs.FileSystem, path: str) -> bool:
+    """True when ``path`` (a file or directory) exists on ``fs``. OSError for storage errors."""
+    return bool(fs.get_file_info(path).type != pafs.FileType.NotFound)
+
+
+def list_dir(fs: pafs.FileSystem, path: str, *, recursive: bool = False) -> list[pafs.FileInfo]:
+    """The entries (files and directories) of directory ``path`` on ``fs``, below it at any depth
+    when ``recursive``; empty when ``path`` does not exist. OSError for other storage errors."""
+    return list(fs.get_file_info(pafs.FileSelector(path, recursive=recursive, allow_not_found=True)))
+
+
+def list_files(fs: pafs.FileSystem, path: str) -> list[tuple[str, int]]:
+    """Every file below directory ``path`` on ``fs``, at any depth, as ``(path relative to it,
+    size in bytes)``; empty when ``path`` does not exist. OSError for other storage errors."""
+    prefix = path.rstrip("/") + "/"
+    return [
+        (info.path[len(prefix) :] if info.path.startswith(prefix) else info.path, info.size or 0)
+        for info in list_dir(fs, path, recursive=True)
+        if info.type == pafs.FileType.File
+    ]
+
+
+def remove_path(fs: pafs.FileSystem, path: str) -> bool:
+    """Delete a directory tree or a file on ``fs`` if it exists; True when something was deleted.
+    Best effort: storage errors are logged, never raised."""
+    try:
+        info = fs.get_file_info(path)
+        if info.type == pafs.FileType.NotFound:
+            return False
+        if info.type == pafs.FileType.Directory:
+            fs.delete_dir(path)
+        else:
+            fs.delete_file(path)
+        return True
+    except Exception as e:  # best effort: a caller cleaning up must not fail on it
+        log.warning("could not delete %s: %s", path, e)
+        return False

@@ -20,36 +20,21 @@ from hive_metastore.ttypes import MetaException
 from thrift.Thrift import TApplicationException, TException, TMessageType, TType
 from thrift.transport import TTransport
 
+from hivemesh.hive.hms_methods import (
+    args_struct,
+    declared_exceptions,
+    implemented_methods,
+    positional_args,
+    result_struct,
+    returns_value,
+)
+
 log = logging.getLogger("hivemesh.thrift")
 
 _outcome = threading.local()  # the HMS exception (if any) the current call answered with
 
 CallObserver = Callable[[str, float, str | None], None]
 """Called after each call with (method, seconds, error class name or None)."""
-
-
-def implemented_methods(handler: object) -> frozenset[str]:
-    """Names of HMS interface methods the handler really implements (not inherited from Iface)."""
-    names = set()
-    for name in dir(ThriftHiveMetastore.Iface):
-        if name.startswith("_"):
-            continue
-        impl = getattr(type(handler), name, None)
-        base = getattr(ThriftHiveMetastore.Iface, name, None)
-        if impl is not None and impl is not base and callable(impl):
-            names.add(name)
-    return frozenset(names)
-
-
-def _declared_exceptions(method: str) -> tuple[type[Exception], ...]:
-    result_cls = getattr(ThriftHiveMetastore, f"{method}_result", None)
-    if result_cls is None:
-        return ()
-    out = []
-    for spec in result_cls.thrift_spec or ():
-        if spec and spec[2] != "success" and spec[1] == TType.STRUCT:
-            out.append(spec[3][0])
-    return tuple(out)
 
 
 def short_error(e: BaseException) -> str:
@@ -70,7 +55,7 @@ class _GuardedHandler:
 
     @staticmethod
     def _guard(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        declared = _declared_exceptions(name)
+        declared = tuple(declared_exceptions(name).values())
         can_meta = MetaException in declared
 
         def call(*args: Any) -> Any:
@@ -149,7 +134,7 @@ class HMSProcessor(ThriftHiveMetastore.Processor):
     def _process_relayable(self, name: str, seqid: int, iprot: Any, oprot: Any) -> None:
         """Decode the arguments; let the handler relay a member's reply bytes unchanged, or else
         answer as the generated ``process_<name>`` would."""
-        args = getattr(ThriftHiveMetastore, f"{name}_args")()
+        args = args_struct(name)()
         args.read(iprot)
         iprot.readMessageEnd()
         assert self._relay is not None
@@ -163,12 +148,10 @@ class HMSProcessor(ThriftHiveMetastore.Processor):
     def _answer(self, name: str, seqid: int, args: Any, oprot: Any) -> None:
         """Call the handler with decoded ``args`` and write the reply (the generated
         ``process_<name>`` logic, for any method)."""
-        result: Any = getattr(ThriftHiveMetastore, f"{name}_result")()
-        spec = [f for f in result.thrift_spec or () if f]
-        argv = [getattr(args, f[2]) for f in args.thrift_spec or () if f]
+        result: Any = result_struct(name)()
         try:
-            value = getattr(self._handler, name)(*argv)
-            if any(f[2] == "success" for f in spec):
+            value = getattr(self._handler, name)(*positional_args(args))
+            if returns_value(name):
                 result.success = value
             msg_type = TMessageType.REPLY
         except TTransport.TTransportException:
@@ -177,7 +160,7 @@ class HMSProcessor(ThriftHiveMetastore.Processor):
             msg_type = TMessageType.EXCEPTION
             result = ex
         except TException as e:
-            field = next((f[2] for f in spec if f[2] != "success" and isinstance(e, f[3][0])), None)
+            field = next((f for f, cls in declared_exceptions(name).items() if isinstance(e, cls)), None)
             if field is None:
                 log.exception("%s: undeclared exception", name)
                 msg_type = TMessageType.EXCEPTION

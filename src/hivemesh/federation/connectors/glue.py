@@ -76,7 +76,7 @@ from hivemesh.hive.names import (
     split_part_name,
 )
 
-log = logging.getLogger("hivemesh.federation.glue")
+log = logging.getLogger(__name__)
 
 __all__ = ["GlueCatalog", "glue_client", "hive_filter_to_glue_expression"]
 
@@ -103,6 +103,7 @@ def glue_client(
     ``max_attempts`` counts the first try (botocore "standard" retry mode). Credentials come from
     boto3's usual chain (environment, profile, instance role). Raises nothing until first used.
     """
+    # boto3/botocore are heavy to import: only a proxy with a Glue member or remote loads them
     import boto3
     from botocore.config import Config
 
@@ -325,7 +326,7 @@ class GlueCatalog:
 
     def _call(self, op: str, **kwargs: Any) -> dict[str, Any]:
         """One Glue call by its API name (``GetTable``); raises _EntityNotFound or MetaException."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError, ClientError  # heavy: loaded with the client (above)
 
         if self.account_id:
             kwargs["CatalogId"] = self.account_id

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 
 import paramiko
 
-log = logging.getLogger("hivemesh.federation.ssh")
+from hivemesh.errors import HivemeshError
+
+log = logging.getLogger(__name__)
 
 _BUF = 64 * 1024  # bytes per read when pumping forwarded connections
 _KEEPALIVE_S = 30  # SSH keepalive interval of every transport of a chain, s
@@ -88,7 +90,7 @@ def parse_route(route: str, default_port: int = 22) -> list[Hop]:
     return hops
 
 
-class SshTunnelError(ConnectionError):
+class SshTunnelError(HivemeshError, ConnectionError):
     """Cannot establish the tunnel. The message names the hop (``user@host:port``) and the reason:
     authentication failed, host key unknown / mismatch, timed out, connection refused, ...
 

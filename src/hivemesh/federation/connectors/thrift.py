@@ -2,7 +2,8 @@
 
 :class:`ThriftCatalog` opens connections; :class:`Connection` is one Thrift client on one socket
 (not thread-safe: the proxy keeps one per client connection and member, see
-:mod:`hivemesh.federation.members`). An optional SSH tunnel carries the TCP connections.
+:mod:`hivemesh.federation.members`). Both implement the protocols of
+:mod:`hivemesh.federation.connectors.base`. An optional SSH tunnel carries the TCP connections.
 """
 
 from __future__ import annotations
@@ -16,15 +17,13 @@ from typing import Any
 
 from hive_metastore import ThriftHiveMetastore
 from thrift.protocol import TBinaryProtocol, TCompactProtocol
-from thrift.Thrift import TMessageType
+from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
-from hivemesh.client.metastore import parse_uris
+from hivemesh.client.metastore import TRANSPORT_ERRORS, parse_uris
 
-log = logging.getLogger("hivemesh.federation.thrift")
-
-TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (TTransportException, OSError, EOFError)
+log = logging.getLogger(__name__)
 
 READ_BUFFER = 64 * 1024  # bytes per socket read: a 1,000-partition answer is ~0.7 MB
 
@@ -97,9 +96,9 @@ def read_raw_message(transport: Any, sock: socket.socket) -> bytes:
 
 
 class Connection:
-    """One open Thrift connection to a member. ``call(method, args)`` sends one HMS call and
-    returns its result (HMS exceptions raised unchanged; transport errors as TTransportException,
-    OSError or EOFError)."""
+    """One open Thrift connection to a member (a :class:`hivemesh.federation.connectors.base.Connection`).
+    ``call(method, args)`` sends one HMS call and returns its result (HMS exceptions raised
+    unchanged; transport errors as TTransportException, OSError or EOFError)."""
 
     __slots__ = ("client", "endpoint", "socket", "transport", "_timeout_ms")
 
@@ -192,6 +191,16 @@ class ThriftCatalog:
         uris = ",".join(self.uris)
         return f"{uris} via ssh {self.tunnel.route}" if self.tunnel is not None else uris
 
+    @property
+    def sessions(self) -> bool:
+        """True: each client session keeps its own connections (Thrift clients are not thread-safe)."""
+        return True
+
+    @property
+    def relays(self) -> bool:
+        """True when replies can be relayed as bytes: unframed binary Thrift."""
+        return not self.framed and not self.compact
+
     def connect(self) -> Connection:
         """Open a connection to the first endpoint that answers. Raises the last transport error."""
         last: BaseException | None = None
@@ -228,11 +237,18 @@ class ThriftCatalog:
         assert last is not None
         raise last
 
+    def call(self, method: str, args: Sequence[Any], timeout_s: float | None = None) -> Any:
+        """One call over a new connection, closed after it (health checks). Raises what
+        :meth:`connect` and :meth:`Connection.call` raise."""
+        conn = self.connect()
+        try:
+            return conn.call(method, args, timeout_s)
+        finally:
+            conn.close()
+
     def ping(self, timeout_s: float) -> None:
         """Open a fresh connection and ask ``getStatus`` (fb303); a metastore that answers with an
         unknown-method error is alive too. Raises the transport error otherwise."""
-        from thrift.Thrift import TApplicationException
-
         conn = self.connect()
         try:
             try:

@@ -1,9 +1,9 @@
-"""Remotes at run time: the links users created, as members the router can send calls to.
+"""Remotes at run time: the links users created, as members the proxy can send calls to.
 
-Links are read from the proxy's store (:class:`~hivemesh.federation.remotes.RemoteStore`) at start
-and every ``remote_refresh_ms`` (so links added with ``hivemesh remote add`` or by another proxy
-on the same PostgreSQL store appear without a restart); links created through this proxy appear at
-once. Remotes with the same connection settings share one connector.
+Links are read from the proxy's store (:class:`~hivemesh.federation.remotes.store.RemoteStore`)
+at start and every ``remote_refresh_ms`` (so links added with ``hivemesh remote add`` or by
+another proxy on the same PostgreSQL store appear without a restart); links created through this
+proxy appear at once. Remotes with the same connection settings share one connector.
 """
 
 from __future__ import annotations
@@ -19,31 +19,53 @@ from hive_metastore.ttypes import (
     NoSuchObjectException,
 )
 
-from hivemesh.federation.factory import build_link, link_catalog
-from hivemesh.federation.members import Member, MemberUnavailableError, Session
-from hivemesh.federation.remotes import (
+from hivemesh.federation.access import AccessRules
+from hivemesh.federation.config import AccessControl
+from hivemesh.federation.connectors.base import Connector
+from hivemesh.federation.factory import glue_catalog, thrift_catalog
+from hivemesh.federation.members import Member, MemberIndexes, MemberUnavailableError, Session
+from hivemesh.federation.naming import LinkNameMap
+from hivemesh.federation.remotes.spec import (
     RemoteError,
     RemoteExistsError,
     RemoteSpec,
-    RemoteStore,
     database_remote,
     table_remote,
 )
+from hivemesh.federation.remotes.store import RemoteStore
 
-log = logging.getLogger("hivemesh.federation.links")
+log = logging.getLogger(__name__)
+
+
+def link_connector(spec: RemoteSpec) -> Connector:
+    """The connector of a remote: Thrift, SSH-tunnelled Thrift or Glue. Raises RemoteError for
+    invalid connector properties."""
+    glue = spec.glue_config()
+    if glue is not None:
+        return glue_catalog(glue)
+    return thrift_catalog(spec.uris, spec.ssh_tunnel_config())
+
+
+def link_member(spec: RemoteSpec, connector: Connector, indexes: MemberIndexes) -> Member:
+    """A read-only member for a remote over a (shared) ``connector``, numbered by ``indexes``."""
+    name = f"remote:{spec.local_name}"
+    names = LinkNameMap(spec.local_db, spec.remote_db, spec.local_table, spec.remote_table)
+    access = AccessRules(name, AccessControl.READ_ONLY, what="remote")
+    return Member(name, "remote", connector, names, access, index=indexes.of(name), remote_spec=spec)
 
 
 class LinkRegistry:
-    """Database and table links by local name. Thread-safe."""
+    """Database and table links by local name, as members numbered by ``indexes``. Thread-safe."""
 
-    def __init__(self, store: RemoteStore, refresh_s: float = 5.0):
+    def __init__(self, store: RemoteStore, indexes: MemberIndexes, refresh_s: float = 5.0):
         self.store = store
+        self.indexes = indexes
         self.refresh_s = refresh_s
         self._lock = threading.Lock()
         self._dbs: dict[str, Member] = {}
         self._tables: dict[tuple[str, str], Member] = {}
         self._by_spec: dict[RemoteSpec, Member] = {}
-        self._connectors: dict[Any, Any] = {}
+        self._connectors: dict[Any, Connector] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.refresh()
@@ -112,7 +134,7 @@ class LinkRegistry:
         except NoSuchObjectException as e:
             raise NoSuchObjectException(
                 f"hivemesh proxy: remote {spec.kind} {spec.remote_name} not found at "
-                f"{member.catalog.describe()}: {e.message}"
+                f"{member.connector.describe()}: {e.message}"
             ) from e
         finally:
             session.close()
@@ -123,7 +145,7 @@ class LinkRegistry:
         except RemoteError as e:
             raise InvalidObjectException(f"hivemesh proxy: {e}") from e
         log.info(
-            "link %s -> %s (%s) created", stored.local_name, stored.remote_name, member.catalog.describe()
+            "link %s -> %s (%s) created", stored.local_name, stored.remote_name, member.connector.describe()
         )
         self.refresh()
         return member
@@ -147,10 +169,10 @@ class LinkRegistry:
     def _member_for(self, spec: RemoteSpec) -> Member:
         key = spec.connector_key()
         with self._lock:
-            catalog = self._connectors.get(key)
-            if catalog is None:
-                catalog = self._connectors[key] = link_catalog(spec)
-        return build_link(spec, catalog)
+            connector = self._connectors.get(key)
+            if connector is None:
+                connector = self._connectors[key] = link_connector(spec)
+        return link_member(spec, connector, self.indexes)
 
     def refresh(self) -> None:
         """Re-read the links from the store (members of unchanged links are kept)."""
@@ -179,9 +201,9 @@ class LinkRegistry:
             self._dbs, self._tables, self._by_spec = dbs, tables, by_spec
             used = {s.connector_key() for s in by_spec}
             for key in [k for k in self._connectors if k not in used]:
-                cat = self._connectors.pop(key)
+                connector = self._connectors.pop(key)
                 try:
-                    cat.close()
+                    connector.close()
                 except Exception:
                     pass
 
@@ -200,8 +222,8 @@ class LinkRegistry:
         """Stop refreshing and close the connectors and the store."""
         self._stop.set()
         with self._lock:
-            cats, self._connectors = list(self._connectors.values()), {}
-        for c in cats:
+            connectors, self._connectors = list(self._connectors.values()), {}
+        for c in connectors:
             try:
                 c.close()
             except Exception:

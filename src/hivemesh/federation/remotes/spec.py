@@ -1,4 +1,4 @@
-"""Remotes: links to databases and tables of other metastores that users create themselves.
+"""What a remote is: its definition from ``hivemesh.remote.*`` properties, validated.
 
 A remote is an ordinary ``CREATE DATABASE`` / ``CREATE TABLE`` sent through the proxy with
 ``hivemesh.remote.*`` properties (the "Hive remote databases/tables" proposal, in plain HiveQL)::
@@ -25,28 +25,20 @@ Any ``hivemesh.remote.*`` property makes the object a remote, and every such pro
 valid: a misspelt key is an error rather than a silently created normal database. So is an
 ``ssh.*`` / ``glue.*`` key a remote does not use (unknown, or for another ``via``).
 
-Remote names are lower-cased like every Hive name. :class:`RemoteStore` keeps the links in the
-proxy's own store (SQLite or PostgreSQL, table ``HIVEMESH_REMOTES``).
+Remote names are lower-cased like every Hive name. :class:`~hivemesh.federation.remotes.store.RemoteStore`
+keeps the links in the proxy's own store.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import re
-import threading
-import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
-import sqlalchemy as sa
-import sqlalchemy.pool
 from pydantic import ValidationError
 
-from hivemesh.config import ConfigError
+from hivemesh.errors import HivemeshError
 from hivemesh.federation.config import GlueConfig, SshTunnelConfig
 
 REMOTE_PREFIX = "hivemesh.remote."
@@ -79,7 +71,7 @@ _ACCOUNT = re.compile(r"^\d{12}$")
 _ENDPOINT = re.compile(r"^https?://\S+$")
 
 
-class RemoteError(ValueError):
+class RemoteError(HivemeshError, ValueError):
     """An invalid remote definition; the message names the property and what was expected."""
 
 
@@ -251,57 +243,17 @@ def _parse(
     def fail(msg: str) -> RemoteError:
         return RemoteError(f"{where}: {msg}")
 
-    given: dict[str, str] = {}
-    for k, v in params.items():
-        key = str(k)
-        low = key.lower()
-        if not (low.startswith(REMOTE_PREFIX) or low.startswith("ssh.") or low.startswith("glue.")):
-            continue
-        given[key] = "" if v is None else str(v)
+    given = _remote_properties(params)
     values = {k: v.strip() for k, v in given.items()}
-    allowed = DATABASE_KEYS if kind == "database" else TABLE_KEYS
-    for k, v in values.items():
-        if k.lower().startswith(REMOTE_PREFIX):
-            if k not in allowed:
-                raise fail(f"unknown property {k!r}; a remote {kind} takes {', '.join(allowed)}")
-            if not v:
-                raise fail(f"{k} must not be empty")
-
+    _check_remote_keys(kind, values, fail)
     via = values.get(VIA, "thrift").lower()
     if via not in VIAS:
         raise fail(f"{VIA} must be thrift, ssh or glue (got {values[VIA]!r})")
-    for k in values:
-        low = k.lower()
-        if low.startswith("ssh.") or low.startswith("glue."):
-            known = SSH_PROPERTIES if low.startswith("ssh.") else GLUE_PROPERTIES
-            needs = "ssh" if low.startswith("ssh.") else "glue"
-            if k not in known:
-                raise fail(f"unknown property {k!r}; {needs} remotes take {', '.join(known)}")
-            if via != needs:
-                raise fail(f"{k} is only used with {VIA}={needs!r} (this remote is via {via!r})")
-
+    _check_connector_keys(values, via, fail)
     uris = _parse_uris(values.get(URIS), fail)
     if not uris and via != "glue":
         raise fail(f"{URIS} is required for via {via!r} (comma-separated thrift://host:port)")
-
-    remote_db = local_db
-    if DATABASE in values:
-        remote_db = _remote_name(DATABASE, values[DATABASE], fail)
-    remote_table: str | None = None
-    if kind == "table":
-        remote_table = local_table
-        if TABLE in values:
-            raw = values[TABLE]
-            parts = raw.split(".")
-            if len(parts) > 2:
-                raise fail(f"{TABLE} must be 'table' or 'database.table' (got {raw!r})")
-            remote_table = _remote_name(TABLE, parts[-1], fail, raw)
-            if len(parts) == 2:
-                db = _remote_name(TABLE, parts[0], fail, raw)
-                if DATABASE in values and db != remote_db:
-                    raise fail(f"{TABLE} names database {db!r} but {DATABASE} is {remote_db!r}")
-                remote_db = db
-
+    remote_db, remote_table = _remote_names(kind, local_db, local_table, values, fail)
     spec = RemoteSpec(
         kind=kind,
         local_db=local_db,
@@ -318,6 +270,70 @@ def _parse(
     return spec
 
 
+Fail = Callable[[str], RemoteError]
+"""Makes the RemoteError of one remote definition from a message (prefixed with the remote)."""
+
+
+def _remote_properties(params: Mapping[str, str]) -> dict[str, str]:
+    """The ``hivemesh.remote.*``, ``ssh.*`` and ``glue.*`` properties, values as strings."""
+    given: dict[str, str] = {}
+    for k, v in params.items():
+        key = str(k)
+        low = key.lower()
+        if low.startswith(REMOTE_PREFIX) or low.startswith("ssh.") or low.startswith("glue."):
+            given[key] = "" if v is None else str(v)
+    return given
+
+
+def _check_remote_keys(kind: str, values: Mapping[str, str], fail: Fail) -> None:
+    """Every ``hivemesh.remote.*`` key is one a remote ``kind`` takes, and none is empty."""
+    allowed = DATABASE_KEYS if kind == "database" else TABLE_KEYS
+    for k, v in values.items():
+        if k.lower().startswith(REMOTE_PREFIX):
+            if k not in allowed:
+                raise fail(f"unknown property {k!r}; a remote {kind} takes {', '.join(allowed)}")
+            if not v:
+                raise fail(f"{k} must not be empty")
+
+
+def _check_connector_keys(values: Mapping[str, str], via: str, fail: Fail) -> None:
+    """Every ``ssh.*``/``glue.*`` key is a known one, for the connector ``via``."""
+    for k in values:
+        low = k.lower()
+        if low.startswith("ssh.") or low.startswith("glue."):
+            known = SSH_PROPERTIES if low.startswith("ssh.") else GLUE_PROPERTIES
+            needs = "ssh" if low.startswith("ssh.") else "glue"
+            if k not in known:
+                raise fail(f"unknown property {k!r}; {needs} remotes take {', '.join(known)}")
+            if via != needs:
+                raise fail(f"{k} is only used with {VIA}={needs!r} (this remote is via {via!r})")
+
+
+def _remote_names(
+    kind: str, local_db: str, local_table: str | None, values: Mapping[str, str], fail: Fail
+) -> tuple[str, str | None]:
+    """(remote database, remote table or None) from ``hivemesh.remote.database``/``.table``;
+    the local names by default."""
+    remote_db = local_db
+    if DATABASE in values:
+        remote_db = _remote_name(DATABASE, values[DATABASE], fail)
+    if kind != "table":
+        return remote_db, None
+    remote_table = local_table
+    if TABLE in values:
+        raw = values[TABLE]
+        parts = raw.split(".")
+        if len(parts) > 2:
+            raise fail(f"{TABLE} must be 'table' or 'database.table' (got {raw!r})")
+        remote_table = _remote_name(TABLE, parts[-1], fail, raw)
+        if len(parts) == 2:
+            db = _remote_name(TABLE, parts[0], fail, raw)
+            if DATABASE in values and db != remote_db:
+                raise fail(f"{TABLE} names database {db!r} but {DATABASE} is {remote_db!r}")
+            remote_db = db
+    return remote_db, remote_table
+
+
 def _local_name(what: str, name: str) -> str:
     out = (name or "").strip().lower()
     if not out or not _NAME.match(out):
@@ -325,7 +341,7 @@ def _local_name(what: str, name: str) -> str:
     return out
 
 
-def _remote_name(prop: str, name: str, fail: Any, whole: str | None = None) -> str:
+def _remote_name(prop: str, name: str, fail: Fail, whole: str | None = None) -> str:
     out = name.strip().lower()
     if not out or not _NAME.match(out):
         got = whole if whole is not None else name
@@ -333,7 +349,7 @@ def _remote_name(prop: str, name: str, fail: Any, whole: str | None = None) -> s
     return out
 
 
-def _parse_uris(raw: str | None, fail: Any) -> tuple[str, ...]:
+def _parse_uris(raw: str | None, fail: Fail) -> tuple[str, ...]:
     if raw is None:
         return ()
     out = []
@@ -397,218 +413,3 @@ def _glue_config(props: Mapping[str, str], where: str) -> GlueConfig:
         raise RemoteError(f"remote {where}: glue.endpoint must be an http(s):// URL (got {endpoint!r})")
     body = {GLUE_PROPERTIES[k]: v for k, v in values.items() if v}
     return GlueConfig.model_validate(body)
-
-
-# ---------------------------------------------------------------------------------------------- store
-_metadata = sa.MetaData()
-REMOTES = sa.Table(
-    "HIVEMESH_REMOTES",
-    _metadata,
-    sa.Column("REMOTE_ID", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("KIND", sa.String(16), nullable=False),
-    sa.Column("LOCAL_DB", sa.String(256), nullable=False),
-    sa.Column("LOCAL_TABLE", sa.String(256), nullable=False, server_default=""),
-    sa.Column("REMOTE_DB", sa.String(256), nullable=False),
-    sa.Column("REMOTE_TABLE", sa.String(256), nullable=True),
-    sa.Column("VIA", sa.String(16), nullable=False),
-    sa.Column("URIS", sa.Text, nullable=False),
-    sa.Column("PROPERTIES", sa.Text, nullable=False),
-    sa.Column("OWNER", sa.String(256), nullable=True),
-    sa.Column("CREATE_TIME", sa.BigInteger, nullable=False),
-    sa.UniqueConstraint("LOCAL_DB", "LOCAL_TABLE", name="UQ_HIVEMESH_REMOTES_LOCAL"),
-)
-_PG_CREATE_LOCK = 0x484D5245  # advisory lock key serialising concurrent create_all on PostgreSQL
-
-
-class RemoteStore:
-    """The remotes of a proxy in a SQL store at a SQLAlchemy URL (``sqlite:///path`` or
-    ``postgresql+psycopg://user@host/db``; plain ``postgresql://`` means psycopg).
-
-    The table ``HIVEMESH_REMOTES`` is created when missing (a SQLite file's directory too). Every
-    method is one database transaction; several processes may share one store (SQLite in WAL
-    mode, or PostgreSQL, where a concurrent duplicate ``add`` still raises RemoteExistsError).
-    Raises ConfigError for a URL that is neither SQLite nor PostgreSQL, and
-    ``sqlalchemy.exc.OperationalError`` when the database cannot be reached.
-    """
-
-    def __init__(self, url: str):
-        try:
-            self.url = sa.make_url(url)
-        except sa.exc.ArgumentError as e:
-            raise ConfigError(f"store: {url!r} is not a SQLAlchemy URL") from e
-        if self.url.drivername == "postgresql":
-            self.url = self.url.set(drivername="postgresql+psycopg")
-        self.dialect = self.url.get_backend_name()
-        if self.dialect not in ("sqlite", "postgresql"):
-            raise ConfigError(
-                f"store: {self.display_url} must start with sqlite:/// or postgresql+psycopg://"
-            )
-        self._lock: threading.RLock | None = None
-        if self.dialect == "sqlite":
-            self._lock = threading.RLock()  # one writer at a time inside the process
-            db = self.url.database
-            memory = not db or db == ":memory:" or db.startswith("file:")
-            if memory:
-                self.engine = sa.create_engine(
-                    self.url, connect_args={"check_same_thread": False}, poolclass=sa.pool.StaticPool
-                )
-            else:
-                Path(db).parent.mkdir(parents=True, exist_ok=True)
-                self.engine = sa.create_engine(
-                    self.url, connect_args={"check_same_thread": False, "timeout": 60}, pool_size=4
-                )
-            sa.event.listen(self.engine, "connect", _sqlite_on_connect)
-            sa.event.listen(self.engine, "begin", _sqlite_on_begin)
-            with self._begin(write=True) as conn:
-                _metadata.create_all(conn)
-        else:
-            self.engine = sa.create_engine(
-                self.url,
-                pool_size=2,
-                max_overflow=4,
-                pool_timeout=60,
-                pool_pre_ping=True,
-                isolation_level="READ COMMITTED",
-            )
-            with self._begin(write=True) as conn:
-                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_CREATE_LOCK)))
-                _metadata.create_all(conn)
-
-    @property
-    def display_url(self) -> str:
-        """The store URL with any password hidden."""
-        return self.url.render_as_string(hide_password=True)
-
-    def __enter__(self) -> RemoteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextmanager
-    def _begin(self, write: bool) -> Iterator[sa.Connection]:
-        """A connection in one transaction: commits when the block ends, rolls back on error.
-        SQLite writes take the database lock up front (``BEGIN IMMEDIATE``)."""
-        with self._lock or nullcontext(), self.engine.connect() as conn:
-            if self.dialect == "sqlite":
-                conn.info["begin_mode"] = "IMMEDIATE" if write else "DEFERRED"
-            with conn.begin():
-                yield conn
-
-    def add(self, spec: RemoteSpec) -> RemoteSpec:
-        """Store ``spec`` and return it with ``create_time`` filled in (now, epoch seconds, when 0).
-
-        Raises RemoteExistsError if a remote with that local name exists, or if a table link is
-        added inside a database link; RemoteError if a database link is added over a database that
-        holds table links (drop them first).
-        """
-        if spec.create_time == 0:
-            spec = dataclasses.replace(spec, create_time=int(time.time()))
-        c = REMOTES.c
-        try:
-            with self._begin(write=True) as conn:
-                rows = conn.execute(
-                    sa.select(c.LOCAL_TABLE).where(c.LOCAL_DB == spec.local_db).order_by(c.LOCAL_TABLE)
-                ).all()
-                tables = [r.LOCAL_TABLE for r in rows]
-                if (spec.local_table or "") in tables:
-                    raise RemoteExistsError(f"remote {spec.local_name} already exists")
-                if spec.kind == "table" and "" in tables:
-                    raise RemoteExistsError(
-                        f"{spec.local_db} is a remote database: its tables come from the remote, "
-                        f"so {spec.local_name} cannot be a table link"
-                    )
-                if spec.kind == "database" and tables:
-                    raise RemoteError(
-                        f"database {spec.local_db} holds table links ({', '.join(tables[:3])}"
-                        f"{', ...' if len(tables) > 3 else ''}); drop them before linking the database"
-                    )
-                conn.execute(sa.insert(REMOTES).values(**_row(spec)))
-        except sa.exc.IntegrityError as e:  # a concurrent add of the same name won
-            raise RemoteExistsError(f"remote {spec.local_name} already exists") from e
-        return spec
-
-    def drop(self, local_db: str, local_table: str | None = None) -> bool:
-        """Remove the link ``local_db`` (database link) or ``local_db.local_table`` (table link);
-        the remote object is untouched. Returns False when there was no such link."""
-        c = REMOTES.c
-        with self._begin(write=True) as conn:
-            res = conn.execute(
-                sa.delete(REMOTES).where(
-                    c.LOCAL_DB == local_db.lower(), c.LOCAL_TABLE == (local_table or "").lower()
-                )
-            )
-            return res.rowcount > 0
-
-    def drop_database_links(self, local_db: str) -> int:
-        """Remove the database link ``local_db`` and every table link inside that database (as
-        when the local database is dropped). Returns how many links were removed."""
-        with self._begin(write=True) as conn:
-            res = conn.execute(sa.delete(REMOTES).where(REMOTES.c.LOCAL_DB == local_db.lower()))
-            return res.rowcount
-
-    def get(self, local_db: str, local_table: str | None = None) -> RemoteSpec | None:
-        """The database link ``local_db`` (``local_table`` None) or table link
-        ``local_db.local_table`` (names case-insensitive), or None."""
-        c = REMOTES.c
-        with self._begin(write=False) as conn:
-            row = conn.execute(
-                sa.select(REMOTES).where(
-                    c.LOCAL_DB == local_db.lower(), c.LOCAL_TABLE == (local_table or "").lower()
-                )
-            ).first()
-        return None if row is None else _spec(row)
-
-    def list(self) -> list[RemoteSpec]:
-        """Every remote, ordered by local name (a database link before the table links inside it)."""
-        c = REMOTES.c
-        with self._begin(write=False) as conn:
-            rows = conn.execute(sa.select(REMOTES).order_by(c.LOCAL_DB, c.LOCAL_TABLE)).all()
-        return [_spec(r) for r in rows]
-
-    def close(self) -> None:
-        """Close every pooled connection (the store can still be used; it reconnects)."""
-        self.engine.dispose()
-
-
-def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
-    dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=60000")
-    cur.close()
-
-
-def _sqlite_on_begin(conn: sa.Connection) -> None:
-    conn.exec_driver_sql(f"BEGIN {conn.info.get('begin_mode', 'DEFERRED')}")
-
-
-def _row(spec: RemoteSpec) -> dict[str, Any]:
-    return {
-        "KIND": spec.kind,
-        "LOCAL_DB": spec.local_db,
-        "LOCAL_TABLE": spec.local_table or "",
-        "REMOTE_DB": spec.remote_db,
-        "REMOTE_TABLE": spec.remote_table,
-        "VIA": spec.via,
-        "URIS": ",".join(spec.uris),
-        "PROPERTIES": json.dumps(dict(spec.properties)),
-        "OWNER": spec.owner,
-        "CREATE_TIME": spec.create_time,
-    }
-
-
-def _spec(row: sa.Row[Any]) -> RemoteSpec:
-    return RemoteSpec(
-        kind=row.KIND,
-        local_db=row.LOCAL_DB,
-        local_table=row.LOCAL_TABLE or None,
-        remote_db=row.REMOTE_DB,
-        remote_table=row.REMOTE_TABLE,
-        via=row.VIA,
-        uris=tuple(u for u in row.URIS.split(",") if u),
-        properties=json.loads(row.PROPERTIES),
-        owner=row.OWNER,
-        create_time=int(row.CREATE_TIME),
-    )
