@@ -1,0 +1,239 @@
+"""Typed configuration of replication: the ``zones:`` and ``replication:`` sections of mesh.yaml.
+
+A zone is a metastore and its warehouse. A policy replicates the databases (and optionally
+tables) matching its regular expressions from a source zone to a target zone::
+
+    zones:
+      onprem: {metastore: "thrift://hms-onprem:9083", warehouse: "hdfs://nn:8020/warehouse"}
+      cloud:  {metastore: "thrift://hms-cloud:9083",  warehouse: "s3a://lake/warehouse"}
+    replication:
+      store: "sqlite:///hivemesh-data/replication.db"
+      policies:
+        - name: sales-to-cloud
+          source: onprem
+          target: cloud
+          databases: ["sales", "fin_.*"]
+          tables: {sales: ["orders", "line.*"]}
+          format: hive              # hive | delta
+          data: copy                # copy | metadata_only
+          paths: {"hdfs://nn:8020/warehouse": "s3a://lake/warehouse"}
+          propagate_drops: true
+
+Validation reports every problem at once, each with its key (``replication.policies[0].source:
+unknown zone 'onprem2'``). A database replicated in both directions between two zones is refused:
+two writers of one database need coordinated writes, which replication does not do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from hivemesh.config import DEFAULT_DATA_DIR, ConfigError, format_errors, read_yaml
+
+__all__ = [
+    "DataMode",
+    "PolicyConfig",
+    "ReplicationConfig",
+    "ReplicationFile",
+    "TargetFormat",
+    "ZoneConfig",
+    "load_replication_config",
+    "parse_replication_config",
+]
+
+_URI = re.compile(r"^thrift://[^\s:/,]+:\d{1,5}(,thrift://[^\s:/,]+:\d{1,5})*$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+DEFAULT_STORE = f"sqlite:///{DEFAULT_DATA_DIR}/replication.db"
+
+
+class TargetFormat(StrEnum):
+    """How a policy writes its target tables."""
+
+    HIVE = "hive"  # the same Hive tables
+    DELTA = "delta"  # Delta Lake tables (every Hive snapshot a Delta version)
+
+
+class DataMode(StrEnum):
+    """Whether a policy copies data files or only the metadata."""
+
+    COPY = "copy"
+    METADATA_ONLY = "metadata_only"
+
+
+def _regexes(values: list[str]) -> list[str]:
+    for v in values:
+        try:
+            re.compile(v)
+        except re.error as e:
+            raise ValueError(f"{v!r} is not a valid regular expression: {e}") from e
+    return values
+
+
+class ZoneConfig(BaseModel):
+    """One zone: its metastore (``thrift://host:port``, several comma-separated for failover) and
+    the root of its warehouse (a URI or path, as the metastore's ``hive.metastore.warehouse.dir``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metastore: str = Field(description="thrift://host:port[,thrift://host:port...]")
+    warehouse: str = Field(min_length=1, description="warehouse root URI of the zone")
+
+    @field_validator("metastore")
+    @classmethod
+    def _uri(cls, v: str) -> str:
+        if not _URI.match(v):
+            raise ValueError("must be thrift://host:port (several separated by commas)")
+        return v
+
+
+class PolicyConfig(BaseModel):
+    """One replication policy (see the module docstring for the meaning of each key)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="unique name: letters, digits, '_' and '-'")
+    source: str = Field(description="zone replicated from")
+    target: str = Field(description="zone replicated to")
+    databases: list[str] = Field(min_length=1, description="regular expressions of database names")
+    tables: dict[str, list[str]] = Field(
+        default_factory=dict, description="per database, regular expressions of table names (default: all)"
+    )
+    format: TargetFormat = TargetFormat.HIVE
+    data: DataMode = DataMode.COPY
+    paths: dict[str, str] = Field(
+        default_factory=dict,
+        description="source location prefix -> target location prefix (default: warehouse -> warehouse)",
+    )
+    propagate_drops: bool = Field(True, description="drop on the target what the source dropped")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError("must be letters, digits, '_' and '-' (not starting with '-')")
+        return v
+
+    @field_validator("format", "data", mode="before")
+    @classmethod
+    def _lower(cls, v: Any) -> Any:
+        return v.lower().replace("-", "_") if isinstance(v, str) else v
+
+    @field_validator("databases")
+    @classmethod
+    def _databases(cls, v: list[str]) -> list[str]:
+        return _regexes(v)
+
+    @field_validator("tables")
+    @classmethod
+    def _tables(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for patterns in v.values():
+            _regexes(patterns)
+        return {db.lower(): patterns for db, patterns in v.items()}
+
+    def matches_database(self, name: str) -> bool:
+        """Whether database ``name`` (any case) is replicated by this policy."""
+        return any(re.fullmatch(p, name, re.IGNORECASE) for p in self.databases)
+
+    def matches_table(self, database: str, table: str) -> bool:
+        """Whether ``database.table`` is replicated: its database matches and, when the policy
+        lists tables for that database, the table matches one of them."""
+        if not self.matches_database(database):
+            return False
+        patterns = self.tables.get(database.lower())
+        return patterns is None or any(re.fullmatch(p, table, re.IGNORECASE) for p in patterns)
+
+
+class ReplicationConfig(BaseModel):
+    """The ``replication:`` section: the replicator's own store (checkpoints and the file ledger;
+    a SQLAlchemy URL, PostgreSQL in production) and the policies."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: str = Field(DEFAULT_STORE, description="SQLAlchemy URL of the replicator's store")
+    policies: list[PolicyConfig] = Field(default_factory=list)
+
+    def policy(self, name: str) -> PolicyConfig:
+        """The policy called ``name``. Raises ConfigError naming the known policies."""
+        for p in self.policies:
+            if p.name == name:
+                return p
+        known = ", ".join(p.name for p in self.policies) or "none"
+        raise ConfigError(f"no replication policy {name!r} (known: {known})")
+
+
+class ReplicationFile(BaseModel):
+    """The parts of mesh.yaml replication reads: ``zones`` and ``replication`` (other sections are
+    left to their own commands)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    zones: dict[str, ZoneConfig] = Field(default_factory=dict)
+    replication: ReplicationConfig = Field(default_factory=ReplicationConfig)
+
+
+def _literal(pattern: str) -> str | None:
+    """The one name a regular expression matches, when it is a plain name."""
+    return pattern if re.fullmatch(r"[A-Za-z0-9_]+", pattern) else None
+
+
+def _cross_checks(cfg: ReplicationFile) -> list[str]:
+    """Problems between keys: unknown zones, duplicate names, a zone replicated to itself, the same
+    database replicated both ways, path mappings of the wrong zone."""
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for i, p in enumerate(cfg.replication.policies):
+        key = f"replication.policies[{i}]"
+        if p.name in seen:
+            problems.append(f"{key}.name: {p.name!r} is also the name of policies[{seen[p.name]}]")
+        seen.setdefault(p.name, i)
+        for side in ("source", "target"):
+            zone = getattr(p, side)
+            if zone not in cfg.zones:
+                known = ", ".join(sorted(cfg.zones)) or "none defined under zones:"
+                problems.append(f"{key}.{side}: unknown zone {zone!r} (known: {known})")
+        if p.source == p.target:
+            problems.append(f"{key}.target: the same zone as its source ({p.source!r})")
+    policies = cfg.replication.policies
+    for i, a in enumerate(policies):
+        for j in range(i + 1, len(policies)):
+            b = policies[j]
+            if (a.source, a.target) != (b.target, b.source):
+                continue
+            both = sorted(
+                {n for n in map(_literal, a.databases) if n and b.matches_database(n)}
+                | {n for n in map(_literal, b.databases) if n and a.matches_database(n)}
+                | (set(a.databases) & set(b.databases))
+            )
+            if both:
+                problems.append(
+                    f"replication.policies[{j}].databases: {', '.join(both)} would be replicated both "
+                    f"ways between {a.source!r} and {a.target!r} (with policies[{i}] {a.name!r}); "
+                    "replicating one database in both directions is not supported"
+                )
+    return problems
+
+
+def parse_replication_config(data: dict[str, Any], source: str = "configuration") -> ReplicationFile:
+    """Validate the ``zones``/``replication`` sections of a loaded mesh.yaml mapping.
+
+    Raises ConfigError listing every problem, one per line, each with its key.
+    """
+    try:
+        cfg = ReplicationFile.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_errors(source, e)) from e
+    problems = _cross_checks(cfg)
+    if problems:
+        raise ConfigError("\n".join([f"invalid configuration in {source}:", *(f"  {p}" for p in problems)]))
+    return cfg
+
+
+def load_replication_config(path: str | os.PathLike[str]) -> ReplicationFile:
+    """Read and validate a mesh.yaml for replication. Raises ConfigError (unreadable file, invalid
+    YAML, or every problem found, each with its key)."""
+    return parse_replication_config(read_yaml(path), str(path))
