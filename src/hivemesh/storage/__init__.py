@@ -1,6 +1,7 @@
 """Storage: a table location resolved to a file system (``pyarrow.fs``) and the file and directory
-operations the metastore and the ACID readers and writers need. Lower layers: :mod:`hivemesh.hive`
-only."""
+operations the metastore and the ACID readers and writers need (:mod:`hivemesh.storage.locations`),
+and copying by content for replication (:mod:`hivemesh.storage.copy`). Lower layers:
+:mod:`hivemesh.hive` only."""
 
 from hivemesh.storage.locations import (
     delete_dir,
