@@ -247,5 +247,8 @@ def test_quick_proxy_run_prints_the_tables(tmp_path: Path) -> None:
     for op in ("get_table", "get_partitions", "get_all_databases"):
         for key in ("direct", "proxy", "quiet", "prefix"):
             assert doc["latency"][op][key]["n"] > 0 and doc["latency"][op][key]["p50_ms"] > 0
-            assert doc["throughput"][op][key]["calls"] > 0
+            case = doc["throughput"][op][key]
+            # on a loaded machine a short window may end before every client completed a call: the
+            # bench then flags the case as not steady (and gives no ratio) rather than a figure
+            assert case["calls"] > 0 or not case["steady"], (op, key, case)
     assert doc["audit_log_lines"] > 0  # the default proxy logs every call
