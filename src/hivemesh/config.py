@@ -10,6 +10,7 @@ and say what was expected (pydantic). The proxy's section is read by
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -108,6 +109,23 @@ def _env_overrides(section: str, model: type[BaseModel]) -> dict[str, str]:
         if key in os.environ:
             out[name] = os.environ[key]
     return out
+
+
+def lower_enum(value: Any) -> Any:
+    """An enum setting as written by hand (``Read-Only``) in the form the enum holds (``read_only``);
+    other values unchanged (a pydantic ``mode="before"`` validator)."""
+    return value.lower().replace("-", "_") if isinstance(value, str) else value
+
+
+def check_regexes(values: list[str]) -> list[str]:
+    """``values`` unchanged when each is a valid Python regular expression; raises ValueError
+    naming the first that is not (a pydantic field validator)."""
+    for v in values:
+        try:
+            re.compile(v)
+        except re.error as e:
+            raise ValueError(f"{v!r} is not a valid regular expression: {e}") from e
+    return values
 
 
 def format_errors(source: str, err: ValidationError) -> str:

@@ -14,7 +14,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from hivemesh.config import DEFAULT_DATA_DIR, ConfigError, LogLevel, format_errors, read_yaml
+from hivemesh.config import (
+    DEFAULT_DATA_DIR,
+    ConfigError,
+    LogLevel,
+    check_regexes,
+    format_errors,
+    lower_enum,
+    read_yaml,
+)
 
 
 class DatabaseResolution(StrEnum):
@@ -37,19 +45,6 @@ FEDERATED_ACCESS = (AccessControl.READ_ONLY, AccessControl.READ_AND_WRITE_ON_DAT
 
 _URI = re.compile(r"^thrift://[^\s:/]+:\d{1,5}$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
-
-
-def _lower_enum(v: Any) -> Any:
-    return v.lower().replace("-", "_") if isinstance(v, str) else v
-
-
-def _check_regexes(values: list[str]) -> list[str]:
-    for v in values:
-        try:
-            re.compile(v)
-        except re.error as e:
-            raise ValueError(f"{v!r} is not a valid regular expression: {e}") from e
-    return values
 
 
 class SshTunnelConfig(BaseModel):
@@ -144,7 +139,7 @@ class MemberConfig(BaseModel):
         600000, ge=1, description="socket timeout of a routed call, ms (plus latency_ms)"
     )
 
-    _access = field_validator("access_control", mode="before")(lambda cls, v: _lower_enum(v))
+    _access = field_validator("access_control", mode="before")(lambda cls, v: lower_enum(v))
 
     @field_validator("name")
     @classmethod
@@ -164,18 +159,18 @@ class MemberConfig(BaseModel):
     @field_validator("writable_database_white_list")
     @classmethod
     def _wl(cls, v: list[str]) -> list[str]:
-        return _check_regexes(v)
+        return check_regexes(v)
 
     @field_validator("mapped_databases")
     @classmethod
     def _md(cls, v: list[str] | None) -> list[str] | None:
-        return None if v is None else _check_regexes(v)
+        return None if v is None else check_regexes(v)
 
     @field_validator("mapped_tables")
     @classmethod
     def _mt(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
         for regexes in v.values():
-            _check_regexes(regexes)
+            check_regexes(regexes)
         return {k.lower(): regexes for k, regexes in v.items()}
 
     @field_validator("database_name_mapping")
@@ -231,7 +226,7 @@ class ProxySettings(BaseModel):
     compact: bool = False
     max_message_mb: int = Field(100, ge=1, le=2048)
 
-    _res = field_validator("database_resolution", mode="before")(lambda cls, v: _lower_enum(v))
+    _res = field_validator("database_resolution", mode="before")(lambda cls, v: lower_enum(v))
 
     @field_validator("log_level", mode="before")
     @classmethod

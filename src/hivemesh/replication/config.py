@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from hivemesh.config import DEFAULT_DATA_DIR, ConfigError, format_errors, read_yaml
+from hivemesh.config import DEFAULT_DATA_DIR, ConfigError, check_regexes, format_errors, lower_enum, read_yaml
 
 __all__ = [
     "DataMode",
@@ -63,15 +63,6 @@ class DataMode(StrEnum):
 
     COPY = "copy"
     METADATA_ONLY = "metadata_only"
-
-
-def _regexes(values: list[str]) -> list[str]:
-    for v in values:
-        try:
-            re.compile(v)
-        except re.error as e:
-            raise ValueError(f"{v!r} is not a valid regular expression: {e}") from e
-    return values
 
 
 class ZoneConfig(BaseModel):
@@ -121,18 +112,18 @@ class PolicyConfig(BaseModel):
     @field_validator("format", "data", mode="before")
     @classmethod
     def _lower(cls, v: Any) -> Any:
-        return v.lower().replace("-", "_") if isinstance(v, str) else v
+        return lower_enum(v)
 
     @field_validator("databases")
     @classmethod
     def _databases(cls, v: list[str]) -> list[str]:
-        return _regexes(v)
+        return check_regexes(v)
 
     @field_validator("tables")
     @classmethod
     def _tables(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
         for patterns in v.values():
-            _regexes(patterns)
+            check_regexes(patterns)
         return {db.lower(): patterns for db, patterns in v.items()}
 
     def matches_database(self, name: str) -> bool:
