@@ -1,4 +1,4 @@
-"""The ``hivemesh`` command: ``metastore``, ``proxy``, ``remote``, ``quickstart``, ``acid``, ``jars``."""
+"""The ``hivemesh`` command: ``metastore``, ``proxy``, ``remote``, ``replicate``, ``quickstart``, ``acid``, ``jars``."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ class _LazyGroup(click.Group):
         "acid": "hivemesh.acid.cli:acid",
         "jars": "hivemesh.jvm.cli:jars",
         "remote": "hivemesh.federation.remote_cli:remote",
+        "replicate": "hivemesh.replication.cli:replicate",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -10,6 +10,8 @@ None. Event types not in the registry decode to :class:`Unknown`.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -528,14 +530,21 @@ Covers every type of :data:`hivemesh.hive.events.EVENT_TYPES`."""
 
 
 def parse_event(event: NotificationEvent) -> Message:
-    """Decode a NotificationEvent written in Hive's ``json-0.2`` format into a typed message with
-    its Thrift objects restored (Database, Table, Partition, Function, ColumnStatistics, ...).
+    """Decode a NotificationEvent written in Hive's ``json-0.2`` format (or Hive 4's
+    ``gzip(json-2.0)``: the same JSON, gzipped and base64-encoded) into a typed message with its
+    Thrift objects restored (Database, Table, Partition, Function, ColumnStatistics, ...).
 
     Event types missing from :data:`REGISTRY` give :class:`Unknown`; raises ValueError for a
     message that is not JSON (and KeyError for one without a field its type always has).
     """
+    text = event.message or "{}"
+    if (event.messageFormat or "").startswith("gzip"):  # Hive 4: base64 of gzipped json-2.0
+        try:
+            text = gzip.decompress(base64.b64decode(text)).decode("utf-8")
+        except (ValueError, OSError, EOFError) as e:
+            raise ValueError(f"event {event.eventId} ({event.eventType}): message is not gzip: {e}") from e
     try:
-        body: Body = json.loads(event.message or "{}")
+        body: Body = json.loads(text)
     except ValueError as e:
         raise ValueError(f"event {event.eventId} ({event.eventType}): message is not JSON: {e}") from e
     return REGISTRY.get(event.eventType, Unknown).from_json(event, body)

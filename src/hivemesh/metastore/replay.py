@@ -44,6 +44,8 @@ from hive_metastore.ttypes import (
     CommitTxnRequest,
     Database,
     EnvironmentContext,
+    InvalidOperationException,
+    MetaException,
     NoSuchObjectException,
     NotificationEvent,
     NotificationEventRequest,
@@ -163,12 +165,79 @@ class Replayer:
         handler(self, msg)
         return True
 
-    def _on_create_database(self, m: ev.CreateDatabase) -> None:
-        db = self._db(m.database)
+    # ---------------------------------------------------------------- after-images (bootstrap too)
+    def put_database(self, database: Database) -> None:
+        """Make the target's database the source's ``database`` (created, or altered when it
+        exists); its location relocated."""
+        db = self._db(database)
         try:
             self.target.create_database(db)
         except AlreadyExistsException:
             self.target.alter_database(db_ref(db.name, db.catalogName), db)
+
+    def put_table(self, table: Table) -> None:
+        """Make the target's table the source's ``table`` (created, or altered when it exists;
+        statistics parameters kept as the source's)."""
+        out = self._table(table)
+        try:
+            self.target.create_table_with_environment_context(out, _NO_STATS)
+        except AlreadyExistsException:
+            self._alter_table(out.dbName, out.tableName, out)
+
+    def put_partitions(self, table: Table, partitions: list[Partition]) -> None:
+        """Make the target's partitions of ``table`` the source's ``partitions`` (added, or
+        altered where they exist)."""
+        parts = []
+        for p in partitions:
+            q = self._partition(p)
+            # Honoured and removed by the target's fast-stats step for new partitions.
+            q.parameters = {**(p.parameters or {}), DO_NOT_UPDATE_STATS: "true"}
+            parts.append(q)
+        if not parts:
+            return
+        res = self.target.add_partitions_req(
+            AddPartitionsRequest(
+                dbName=table.dbName,
+                tblName=table.tableName,
+                parts=parts,
+                ifNotExists=True,
+                needResult=True,
+                catName=table.catName,
+            )
+        )
+        added = {tuple(p.values or []) for p in res.partitions or []}
+        existed = [self._partition(p) for p in partitions if tuple(p.values or []) not in added]
+        if existed:  # a repeated event: make the partitions that were there the source's again
+            self.target.alter_partitions_with_environment_context(
+                table.dbName, table.tableName, existed, _NO_STATS
+            )
+
+    def put_partition_images(self, table: Table, partitions: list[Partition]) -> None:
+        """Alter existing partitions of ``table`` on the target to the source's after-images, in
+        one ``alter_partitions`` call (statistics parameters kept as the source's). Raises what
+        the target raises for a missing partition (InvalidOperationException in Hive)."""
+        if partitions:
+            self.target.alter_partitions_with_environment_context(
+                table.dbName, table.tableName, [self._partition(p) for p in partitions], _NO_STATS
+            )
+
+    def put_function(self, function: Any) -> None:
+        """Make the target's function the source's ``function`` (created, or altered)."""
+        try:
+            self.target.create_function(function)
+        except AlreadyExistsException:
+            self.target.alter_function(function.dbName, function.functionName, function)
+
+    def _exists_table(self, db: str, name: str) -> bool:
+        try:
+            self.target.get_table(db, name)
+        except NoSuchObjectException:
+            return False
+        return True
+
+    # ---------------------------------------------------------------- event handlers
+    def _on_create_database(self, m: ev.CreateDatabase) -> None:
+        self.put_database(m.database)
 
     def _on_alter_database(self, m: ev.AlterDatabase) -> None:
         self.target.alter_database(db_ref(m.before.name, m.before.catalogName), self._db(m.after))
@@ -180,11 +249,7 @@ class Replayer:
             pass
 
     def _on_create_table(self, m: ev.CreateTable) -> None:
-        table = self._table(m.table)
-        try:
-            self.target.create_table_with_environment_context(table, _NO_STATS)
-        except AlreadyExistsException:
-            self._alter_table(table.dbName, table.tableName, table)
+        self.put_table(m.table)
 
     def _alter_table(self, db: str, name: str, table: Table) -> None:
         """alter_table on the target, which must accept any column type change the source accepted
@@ -207,6 +272,11 @@ class Replayer:
                 # The source moved a table at its default location with the rename (its partitions
                 # too, without events): let the target make the same move from its own copy.
                 after.sd.location = self.relocate(before.sd.location)
+        if renamed and not self._exists_table(before.dbName, before.tableName):
+            # Applied before (a restart between the apply and the checkpoint), or the target got
+            # the renamed table from a bootstrap: the after-image is all there is to apply.
+            self.put_table(m.after)
+            return
         self._alter_table(before.dbName, before.tableName, after)
 
     def _on_drop_table(self, m: ev.DropTable) -> None:
@@ -216,38 +286,22 @@ class Replayer:
             pass
 
     def _on_add_partition(self, m: ev.AddPartition) -> None:
-        parts = []
-        for p in m.partitions:
-            q = self._partition(p)
-            # Honoured and removed by the target's fast-stats step for new partitions.
-            q.parameters = {**(p.parameters or {}), DO_NOT_UPDATE_STATS: "true"}
-            parts.append(q)
-        if not parts:
-            return
-        res = self.target.add_partitions_req(
-            AddPartitionsRequest(
-                dbName=m.table.dbName,
-                tblName=m.table.tableName,
-                parts=parts,
-                ifNotExists=True,
-                needResult=True,
-                catName=m.table.catName,
-            )
-        )
-        added = {tuple(p.values or []) for p in res.partitions or []}
-        existed = [self._partition(p) for p in m.partitions if tuple(p.values or []) not in added]
-        if existed:  # a repeated event: make the partitions that were there the source's again
-            self.target.alter_partitions_with_environment_context(
-                m.table.dbName, m.table.tableName, existed, _NO_STATS
-            )
+        self.put_partitions(m.table, m.partitions)
 
     def _on_alter_partition(self, m: ev.AlterPartition) -> None:
         db, tbl = m.table.dbName, m.table.tableName
         after = self._partition(m.after)
         if list(m.before.values or []) != list(m.after.values or []):
             # A rename: the target moves the partition's directory by its own rules, then takes
-            # the source's after-image as it is.
-            self.target.rename_partition(db, tbl, m.before.values, after)
+            # the source's after-image as it is. Applied before (a restart between the apply and
+            # the checkpoint) when the old partition is gone and the new one is there.
+            try:
+                self.target.rename_partition(db, tbl, m.before.values, after)
+            except (InvalidOperationException, NoSuchObjectException, MetaException) as e:
+                try:
+                    self.target.get_partition(db, tbl, m.after.values)
+                except NoSuchObjectException:
+                    raise e from None
         self.target.alter_partitions_with_environment_context(db, tbl, [after], _NO_STATS)
 
     def _on_drop_partition(self, m: ev.DropPartition) -> None:
@@ -258,10 +312,7 @@ class Replayer:
                 pass
 
     def _on_create_function(self, m: ev.CreateFunction) -> None:
-        try:
-            self.target.create_function(m.function)
-        except AlreadyExistsException:
-            self.target.alter_function(m.function.dbName, m.function.functionName, m.function)
+        self.put_function(m.function)
 
     def _on_drop_function(self, m: ev.DropFunction) -> None:
         try:

@@ -46,6 +46,7 @@ from hive_metastore.ttypes import (
     NoSuchTxnException,
     OpenTxnRequest,
     OpenTxnsResponse,
+    ReplTblWriteIdStateRequest,
     SeedTableWriteIdsRequest,
     SeedTxnIdRequest,
     TableValidWriteIds,
@@ -60,7 +61,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from hivemesh.hive import events
 from hivemesh.hive.constants import now_ms
-from hivemesh.hive.txn_lists import ValidTxnList
+from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
 from hivemesh.metastore.base import CatalogBase, Tx
 from hivemesh.metastore.schema import TABLE_PARAMS
 from hivemesh.metastore.txn_schema import (
@@ -556,6 +557,28 @@ class TxnMixin(CatalogBase):
                 )
         return AllocateTableWriteIdsResponse(txnToWriteIds=out)
 
+    def _drop_placeholder(self, c: sa.Connection, db: str, table: str, write_id: int) -> None:
+        """Forget the aborted placeholder txn :meth:`repl_tbl_writeid_state` recorded for a write id
+        that was open at the source: its real txn is being replicated now."""
+        rows = (
+            c.execute(
+                sa.select(TXN_TO_WRITE_ID.c.T2W_TXNID)
+                .join(TXNS, TXNS.c.TXN_ID == TXN_TO_WRITE_ID.c.T2W_TXNID)
+                .where(
+                    TXN_TO_WRITE_ID.c.T2W_DATABASE == db,
+                    TXN_TO_WRITE_ID.c.T2W_TABLE == table,
+                    TXN_TO_WRITE_ID.c.T2W_WRITEID == write_id,
+                    TXNS.c.TXN_STATE == ABORTED,
+                    TXNS.c.TXN_TYPE == TxnType.REPL_CREATED,
+                )
+            )
+            .scalars()
+            .all()
+        )
+        for txn in rows:
+            c.execute(TXN_TO_WRITE_ID.delete().where(TXN_TO_WRITE_ID.c.T2W_TXNID == txn))
+            c.execute(TXNS.delete().where(TXNS.c.TXN_ID == txn))
+
     def _allocate_replicated(
         self, c: sa.Connection, db: str, table: str, nxt: int, policy: str, pairs: list[TxnToWriteId]
     ) -> AllocateTableWriteIdsResponse:
@@ -574,6 +597,7 @@ class TxnMixin(CatalogBase):
                 )
             ).scalar()
             if have is None:
+                self._drop_placeholder(c, db, table, p.writeId)
                 c.execute(
                     TXN_TO_WRITE_ID.insert().values(
                         T2W_TXNID=target, T2W_DATABASE=db, T2W_TABLE=table, T2W_WRITEID=p.writeId
@@ -682,6 +706,90 @@ class TxnMixin(CatalogBase):
                 .where(NEXT_WRITE_ID.c.NWI_DATABASE == db, NEXT_WRITE_ID.c.NWI_TABLE == table)
                 .values(NWI_NEXT=rqst.seedWriteId)
             )
+
+    def repl_tbl_writeid_state(self, rqst: ReplTblWriteIdStateRequest) -> None:
+        """ReplTblWriteIdStateRequest(validWriteIdlist, user, hostName, dbName, tableName): take a
+        replicated ACID table's write-id state from its source (a replication bootstrap, as Hive's
+        REPL LOAD does). Write ids up to the list's high watermark count as committed, except its
+        open and aborted ones, which are recorded as written by txns aborted here (readers never
+        see their data); the table's next write id moves past the watermark, never back. A
+        committed watermark gets a mapping of its own (a committed txn; get_valid_write_ids takes
+        a snapshot's watermark from the highest mapping).
+
+        format of ``validWriteIdlist``: Hive ValidReaderWriteIdList.writeToString
+        (``db.table:hwm:minOpen:open:aborted``). Raises MetaException when it is malformed or
+        empty (the call's IDL declares no exception: Thrift clients get an internal-error
+        TApplicationException with its message). Idempotent: ids already recorded for the table
+        are left as they are, except those recorded aborted by an earlier call (open at the
+        source then) that the list now says are valid: committed at the source since, they
+        become committed here (a resync).
+        """
+        try:
+            if not rqst.validWriteIdlist:
+                raise ValueError("empty")
+            wil = ValidWriteIdList.parse(rqst.validWriteIdlist)
+        except ValueError as e:
+            raise MetaException(f"Invalid ValidWriteIdList {rqst.validWriteIdlist!r}: {e}") from None
+        db, table = (rqst.dbName or "").lower(), (rqst.tableName or "").lower()
+        invalid = sorted({*wil.open_write_ids, *wil.aborted_write_ids})
+        ts = now_ms()
+        with self.write() as tx:
+            c = tx.conn
+            nxt = self._lock_next_write_id(c, db, table)
+            known = set(
+                c.execute(
+                    sa.select(TXN_TO_WRITE_ID.c.T2W_WRITEID).where(
+                        TXN_TO_WRITE_ID.c.T2W_DATABASE == db, TXN_TO_WRITE_ID.c.T2W_TABLE == table
+                    )
+                ).scalars()
+            )
+            hwm = wil.high_watermark
+            placeholders = c.execute(
+                sa.select(TXN_TO_WRITE_ID.c.T2W_TXNID, TXN_TO_WRITE_ID.c.T2W_WRITEID)
+                .join(TXNS, TXNS.c.TXN_ID == TXN_TO_WRITE_ID.c.T2W_TXNID)
+                .where(
+                    TXN_TO_WRITE_ID.c.T2W_DATABASE == db,
+                    TXN_TO_WRITE_ID.c.T2W_TABLE == table,
+                    TXN_TO_WRITE_ID.c.T2W_WRITEID <= hwm,
+                    TXNS.c.TXN_STATE == ABORTED,
+                    TXNS.c.TXN_TYPE == TxnType.REPL_CREATED,
+                    TXN_TO_WRITE_ID.c.T2W_TXNID.not_in(sa.select(REPL_TXN_MAP.c.RTM_TARGET_TXN_ID)),
+                )
+            ).all()
+            committed = [t for t, w in placeholders if w not in set(wil.exceptions)]
+            if committed:
+                c.execute(
+                    TXNS.update()
+                    .where(TXNS.c.TXN_ID.in_(committed))
+                    .values(TXN_STATE=COMMITTED, TXN_ENDED=ts)
+                )
+            fresh = [(w, ABORTED) for w in invalid if w not in known and w >= nxt]
+            if hwm >= nxt and hwm not in known and hwm not in invalid:
+                fresh.append((hwm, COMMITTED))
+            txn_ids = self._take_txn_ids(c, len(fresh)) if fresh else []
+            if fresh:
+                c.execute(
+                    TXNS.insert(),
+                    [
+                        {"TXN_ID": t, "TXN_STATE": state, "TXN_STARTED": ts, "TXN_LAST_HEARTBEAT": ts,
+                         "TXN_ENDED": ts if state == COMMITTED else None, "TXN_USER": rqst.user or "",
+                         "TXN_HOST": rqst.hostName or "", "TXN_AGENT_INFO": None, "TXN_TYPE": TxnType.REPL_CREATED}
+                        for t, (_, state) in zip(txn_ids, fresh, strict=True)
+                    ],
+                )  # fmt: skip
+                c.execute(
+                    TXN_TO_WRITE_ID.insert(),
+                    [
+                        {"T2W_TXNID": t, "T2W_DATABASE": db, "T2W_TABLE": table, "T2W_WRITEID": w}
+                        for t, (w, _) in zip(txn_ids, fresh, strict=True)
+                    ],
+                )
+            if wil.high_watermark + 1 > nxt:
+                c.execute(
+                    NEXT_WRITE_ID.update()
+                    .where(NEXT_WRITE_ID.c.NWI_DATABASE == db, NEXT_WRITE_ID.c.NWI_TABLE == table)
+                    .values(NWI_NEXT=wil.high_watermark + 1)
+                )
 
     def seed_txn_id(self, rqst: SeedTxnIdRequest) -> None:
         """SeedTxnIdRequest(seedTxnId): the next txn id becomes ``seedTxnId``; it can only grow

@@ -18,6 +18,12 @@ tables) matching its regular expressions from a source zone to a target zone::
           data: copy                # copy | metadata_only
           paths: {"hdfs://nn:8020/warehouse": "s3a://lake/warehouse"}
           propagate_drops: true
+      poll_interval_s: 0.25         # continuous mode: how often an idle policy polls its source
+      batch_events: 500             # events per get_next_notification
+      copy_threads: 8               # files copied at once on this machine
+      spark_copy_threshold_mb: 10240  # larger copies run as a Spark job
+      timeout_s: 60                 # socket timeout of every metastore call
+      rescan_interval_s: 3600       # continuous mode: compare and repair this often (default: never)
 
 Validation reports every problem at once, each with its key (``replication.policies[0].source:
 unknown zone 'onprem2'``). A database replicated in both directions between two zones is refused:
@@ -40,6 +46,7 @@ __all__ = [
     "PolicyConfig",
     "ReplicationConfig",
     "ReplicationFile",
+    "S3Options",
     "TargetFormat",
     "ZoneConfig",
     "load_replication_config",
@@ -65,14 +72,30 @@ class DataMode(StrEnum):
     METADATA_ONLY = "metadata_only"
 
 
+class S3Options(BaseModel):
+    """How a zone reaches its S3 storage (``s3://``, ``s3a://`` and ``s3n://`` locations), as
+    ``pyarrow.fs.S3FileSystem`` takes it; unset keys use the AWS defaults (environment, profile)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpoint_override: str | None = Field(None, description="host:port or URL of an S3-compatible service")
+    scheme: str | None = Field(None, pattern="^(http|https)$", description="http or https")
+    region: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+    session_token: str | None = None
+
+
 class ZoneConfig(BaseModel):
-    """One zone: its metastore (``thrift://host:port``, several comma-separated for failover) and
-    the root of its warehouse (a URI or path, as the metastore's ``hive.metastore.warehouse.dir``)."""
+    """One zone: its metastore (``thrift://host:port``, several comma-separated for failover), the
+    root of its warehouse (a URI or path, as the metastore's ``hive.metastore.warehouse.dir``) and
+    how to reach its S3 storage."""
 
     model_config = ConfigDict(extra="forbid")
 
     metastore: str = Field(description="thrift://host:port[,thrift://host:port...]")
     warehouse: str = Field(min_length=1, description="warehouse root URI of the zone")
+    s3: S3Options = Field(default_factory=S3Options, description="S3 connection of the zone's storage")
 
     @field_validator("metastore")
     @classmethod
@@ -147,6 +170,28 @@ class ReplicationConfig(BaseModel):
 
     store: str = Field(DEFAULT_STORE, description="SQLAlchemy URL of the replicator's store")
     policies: list[PolicyConfig] = Field(default_factory=list)
+    poll_interval_s: float = Field(
+        0.25, gt=0, le=60, description="how often an idle policy asks its source for new events, seconds"
+    )
+    batch_events: int = Field(500, ge=1, le=100_000, description="events fetched per get_next_notification")
+    copy_threads: int = Field(8, ge=1, le=256, description="files copied at once on this machine")
+    spark_copy_threshold_mb: int = Field(
+        10_240,
+        ge=0,
+        description="a copy of more than this many MiB runs as a Spark job (0: always, when Spark is set up)",
+    )
+    spark_master: str | None = Field(
+        None,
+        description="Spark master of large copies (default: the SparkSession the process has, or local[*])",
+    )
+    timeout_s: float = Field(60.0, gt=0, description="socket timeout of every metastore call, seconds")
+    rescan_interval_s: float | None = Field(
+        None,
+        gt=0,
+        description="continuous mode: compare and repair each policy this often, seconds (catches "
+        "writers that change files without a metastore event, such as Spark's INSERT into an "
+        "existing partition of a converted table); unset: never",
+    )
 
     def policy(self, name: str) -> PolicyConfig:
         """The policy called ``name``. Raises ConfigError naming the known policies."""

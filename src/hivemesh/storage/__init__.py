@@ -1,10 +1,12 @@
 """Storage: a table location resolved to a file system (``pyarrow.fs``) and the file and directory
 operations the metastore and the ACID readers and writers need (:mod:`hivemesh.storage.locations`),
-and copying by content for replication (:mod:`hivemesh.storage.copy`). Lower layers:
-:mod:`hivemesh.hive` only."""
+copying by content for replication (:mod:`hivemesh.storage.copy`), and the SQL store base of
+hivemesh's own databases (:mod:`hivemesh.storage.sql`). Lower layers: :mod:`hivemesh.hive` and
+:mod:`hivemesh.config` only."""
 
 from hivemesh.storage.locations import (
     delete_dir,
+    delete_path,
     exists,
     is_subdir,
     join_location,
@@ -23,6 +25,7 @@ from hivemesh.storage.locations import (
 
 __all__ = [
     "delete_dir",
+    "delete_path",
     "exists",
     "is_subdir",
     "join_location",

@@ -14,13 +14,24 @@ import logging
 import posixpath
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
 from hivemesh.storage.locations import path_exists, resolve_location
 
-__all__ = ["CHUNK", "CopyResult", "FileState", "checksum", "copy_file", "list_tree", "sync_tree"]
+__all__ = [
+    "CHUNK",
+    "CopyResult",
+    "FileState",
+    "checksum",
+    "copy_file",
+    "copy_file_checksum",
+    "list_tree",
+    "remove_temporaries",
+    "sync_tree",
+]
 
 log = logging.getLogger(__name__)
 
@@ -56,21 +67,15 @@ def checksum(fs: pafs.FileSystem, path: str) -> str:
     return digest.hexdigest()
 
 
-def copy_file(src_fs: pafs.FileSystem, src: str, dst_fs: pafs.FileSystem, dst: str) -> int:
-    """Copy one file, atomically for readers of ``dst``; returns the bytes copied.
-
-    The parent directory of ``dst`` is created when missing. On failure the temporary file is
-    removed and the error (OSError) raised; an existing ``dst`` is then left as it was.
-    """
+@contextmanager
+def _staged(dst_fs: pafs.FileSystem, dst: str) -> Iterator[str]:
+    """A hidden temporary path beside ``dst`` to write to; renamed to ``dst`` when the block ends,
+    deleted when it raises (``dst`` then left as it was). The parent directory is created."""
     parent, name = posixpath.split(dst)
     dst_fs.create_dir(parent, recursive=True)
     tmp = posixpath.join(parent, f".{name}.hivemesh-{uuid.uuid4().hex[:12]}.tmp")
-    copied = 0
     try:
-        with src_fs.open_input_stream(src) as fin, dst_fs.open_output_stream(tmp) as fout:
-            while chunk := fin.read(CHUNK):
-                fout.write(chunk)
-                copied += len(chunk)
+        yield tmp
         dst_fs.move(tmp, dst)
     except BaseException:
         try:
@@ -78,7 +83,48 @@ def copy_file(src_fs: pafs.FileSystem, src: str, dst_fs: pafs.FileSystem, dst: s
         except OSError:
             pass
         raise
-    return copied
+
+
+def copy_file(src_fs: pafs.FileSystem, src: str, dst_fs: pafs.FileSystem, dst: str) -> int:
+    """Copy one file, atomically for readers of ``dst``; returns the bytes copied.
+
+    The parent directory of ``dst`` is created when missing. On failure the temporary file is
+    removed and the error (OSError) raised; an existing ``dst`` is then left as it was.
+    """
+    with _staged(dst_fs, dst) as tmp:
+        size = src_fs.get_file_info(src).size
+        pafs.copy_files(src, tmp, source_filesystem=src_fs, destination_filesystem=dst_fs, chunk_size=CHUNK)
+    return int(size or 0)
+
+
+def copy_file_checksum(
+    src_fs: pafs.FileSystem, src: str, dst_fs: pafs.FileSystem, dst: str
+) -> tuple[int, str]:
+    """As :func:`copy_file`, and the MD5 of the bytes copied: ``(bytes, 32 hex digits)``."""
+    copied = 0
+    digest = hashlib.md5(usedforsecurity=False)
+    with (
+        _staged(dst_fs, dst) as tmp,
+        src_fs.open_input_stream(src) as fin,
+        dst_fs.open_output_stream(tmp) as fout,
+    ):
+        while chunk := fin.read(CHUNK):
+            fout.write(chunk)
+            digest.update(chunk)
+            copied += len(chunk)
+    return copied, digest.hexdigest()
+
+
+def remove_temporaries(fs: pafs.FileSystem, root: str) -> int:
+    """Delete the hidden temporary copies below directory ``root`` (left by a copier killed
+    mid-copy; only call it when no copier works there); returns how many. Raises OSError."""
+    selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
+    removed = 0
+    for info in fs.get_file_info(selector):
+        if info.type == pafs.FileType.File and _is_temporary(info.base_name):
+            fs.delete_file(info.path)
+            removed += 1
+    return removed
 
 
 def _is_temporary(name: str) -> bool:

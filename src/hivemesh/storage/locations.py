@@ -199,18 +199,23 @@ def list_files(fs: pafs.FileSystem, path: str) -> list[tuple[str, int]]:
     ]
 
 
-def remove_path(fs: pafs.FileSystem, path: str) -> bool:
+def delete_path(fs: pafs.FileSystem, path: str) -> bool:
     """Delete a directory tree or a file on ``fs`` if it exists; True when something was deleted.
-    Best effort: storage errors are logged, never raised."""
+    Raises OSError for storage errors."""
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        return False
+    if info.type == pafs.FileType.Directory:
+        fs.delete_dir(path)
+    else:
+        fs.delete_file(path)
+    return True
+
+
+def remove_path(fs: pafs.FileSystem, path: str) -> bool:
+    """:func:`delete_path`, best effort: storage errors are logged, never raised."""
     try:
-        info = fs.get_file_info(path)
-        if info.type == pafs.FileType.NotFound:
-            return False
-        if info.type == pafs.FileType.Directory:
-            fs.delete_dir(path)
-        else:
-            fs.delete_file(path)
-        return True
+        return delete_path(fs, path)
     except Exception as e:  # best effort: a caller cleaning up must not fail on it
         log.warning("could not delete %s: %s", path, e)
         return False

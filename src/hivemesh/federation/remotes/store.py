@@ -1,32 +1,21 @@
 """The proxy's own store of remotes: a SQL database (SQLite or PostgreSQL) with the table
 ``HIVEMESH_REMOTES``, its schema versioned by Alembic as the metastore's is (the scripts in
 ``remotes/migrations``, their version in ``HIVEMESH_REMOTES_VERSION`` so a store may share a
-database with a metastore).
+database with a metastore). Engine, upgrades and transactions are :class:`~hivemesh.storage.sql.SqlStore`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import logging
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-import sqlalchemy.pool
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 
-from hivemesh.config import ConfigError
 from hivemesh.federation.remotes.spec import RemoteError, RemoteExistsError, RemoteSpec
-
-log = logging.getLogger(__name__)
+from hivemesh.storage.sql import SqlStore
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 VERSION_TABLE = "HIVEMESH_REMOTES_VERSION"
@@ -52,7 +41,7 @@ REMOTES = sa.Table(
 _PG_CREATE_LOCK = 0x484D5245  # advisory lock key serialising concurrent schema upgrades on PostgreSQL
 
 
-class RemoteStore:
+class RemoteStore(SqlStore):
     """The remotes of a proxy in a SQL store at a SQLAlchemy URL (``sqlite:///path`` or
     ``postgresql+psycopg://user@host/db``; plain ``postgresql://`` means psycopg).
 
@@ -65,80 +54,21 @@ class RemoteStore:
     """
 
     def __init__(self, url: str):
-        try:
-            self.url = sa.make_url(url)
-        except sa.exc.ArgumentError as e:
-            raise ConfigError(f"store: {url!r} is not a SQLAlchemy URL") from e
-        if self.url.drivername == "postgresql":
-            self.url = self.url.set(drivername="postgresql+psycopg")
-        self.dialect = self.url.get_backend_name()
-        if self.dialect not in ("sqlite", "postgresql"):
-            raise ConfigError(
-                f"store: {self.display_url} must start with sqlite:/// or postgresql+psycopg://"
-            )
-        self._lock: threading.RLock | None = None
-        if self.dialect == "sqlite":
-            self._lock = threading.RLock()  # one writer at a time inside the process
-            db = self.url.database
-            memory = not db or db == ":memory:" or db.startswith("file:")
-            if memory:
-                self.engine = sa.create_engine(
-                    self.url, connect_args={"check_same_thread": False}, poolclass=sa.pool.StaticPool
-                )
-            else:
-                Path(db).parent.mkdir(parents=True, exist_ok=True)
-                self.engine = sa.create_engine(
-                    self.url, connect_args={"check_same_thread": False, "timeout": 60}, pool_size=4
-                )
-            sa.event.listen(self.engine, "connect", _sqlite_on_connect)
-            sa.event.listen(self.engine, "begin", _sqlite_on_begin)
-        else:
-            self.engine = sa.create_engine(
-                self.url,
-                pool_size=2,
-                max_overflow=4,
-                pool_timeout=60,
-                pool_pre_ping=True,
-                isolation_level="READ COMMITTED",
-            )
-        self.upgrade()
-
-    def upgrade(self) -> None:
-        """Bring the schema to the newest revision (Alembic ``upgrade head``), in one transaction
-        that concurrent processes opening the same store wait for."""
-        cfg = Config()
-        cfg.set_main_option("script_location", str(MIGRATIONS))
-        with self._begin(write=True) as conn:
-            if self.dialect == "postgresql":
-                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_CREATE_LOCK)))
-            context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-            current = context.get_current_revision()
-            head = ScriptDirectory.from_config(cfg).get_current_head()
-            if current != head:
-                log.info("upgrading the remotes store schema from %s to %s", current, head)
-                cfg.attributes["connection"] = conn
-                command.upgrade(cfg, "head")
-
-    @property
-    def display_url(self) -> str:
-        """The store URL with any password hidden."""
-        return self.url.render_as_string(hide_password=True)
+        super().__init__(
+            url,
+            MIGRATIONS,
+            VERSION_TABLE,
+            _PG_CREATE_LOCK,
+            pool_size=4,
+            what="store",
+            postgresql_pool={"pool_size": 2, "max_overflow": 4},
+        )
 
     def __enter__(self) -> RemoteStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @contextmanager
-    def _begin(self, write: bool) -> Iterator[sa.Connection]:
-        """A connection in one transaction: commits when the block ends, rolls back on error.
-        SQLite writes take the database lock up front (``BEGIN IMMEDIATE``)."""
-        with self._lock or nullcontext(), self.engine.connect() as conn:
-            if self.dialect == "sqlite":
-                conn.info["begin_mode"] = "IMMEDIATE" if write else "DEFERRED"
-            with conn.begin():
-                yield conn
 
     def add(self, spec: RemoteSpec) -> RemoteSpec:
         """Store ``spec`` and return it with ``create_time`` filled in (now, epoch seconds, when 0).
@@ -151,7 +81,7 @@ class RemoteStore:
             spec = dataclasses.replace(spec, create_time=int(time.time()))
         c = REMOTES.c
         try:
-            with self._begin(write=True) as conn:
+            with self.write() as conn:
                 rows = conn.execute(
                     sa.select(c.LOCAL_TABLE).where(c.LOCAL_DB == spec.local_db).order_by(c.LOCAL_TABLE)
                 ).all()
@@ -177,7 +107,7 @@ class RemoteStore:
         """Remove the link ``local_db`` (database link) or ``local_db.local_table`` (table link);
         the remote object is untouched. Returns False when there was no such link."""
         c = REMOTES.c
-        with self._begin(write=True) as conn:
+        with self.write() as conn:
             res = conn.execute(
                 sa.delete(REMOTES).where(
                     c.LOCAL_DB == local_db.lower(), c.LOCAL_TABLE == (local_table or "").lower()
@@ -188,7 +118,7 @@ class RemoteStore:
     def drop_database_links(self, local_db: str) -> int:
         """Remove the database link ``local_db`` and every table link inside that database (as
         when the local database is dropped). Returns how many links were removed."""
-        with self._begin(write=True) as conn:
+        with self.write() as conn:
             res = conn.execute(sa.delete(REMOTES).where(REMOTES.c.LOCAL_DB == local_db.lower()))
             return res.rowcount
 
@@ -196,7 +126,7 @@ class RemoteStore:
         """The database link ``local_db`` (``local_table`` None) or table link
         ``local_db.local_table`` (names case-insensitive), or None."""
         c = REMOTES.c
-        with self._begin(write=False) as conn:
+        with self.read() as conn:
             row = conn.execute(
                 sa.select(REMOTES).where(
                     c.LOCAL_DB == local_db.lower(), c.LOCAL_TABLE == (local_table or "").lower()
@@ -207,26 +137,13 @@ class RemoteStore:
     def list(self) -> list[RemoteSpec]:
         """Every remote, ordered by local name (a database link before the table links inside it)."""
         c = REMOTES.c
-        with self._begin(write=False) as conn:
+        with self.read() as conn:
             rows = conn.execute(sa.select(REMOTES).order_by(c.LOCAL_DB, c.LOCAL_TABLE)).all()
         return [_spec(r) for r in rows]
 
     def close(self) -> None:
         """Close every pooled connection (the store can still be used; it reconnects)."""
-        self.engine.dispose()
-
-
-def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
-    dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=60000")
-    cur.close()
-
-
-def _sqlite_on_begin(conn: sa.Connection) -> None:
-    conn.exec_driver_sql(f"BEGIN {conn.info.get('begin_mode', 'DEFERRED')}")
+        self.dispose()
 
 
 def _row(spec: RemoteSpec) -> dict[str, Any]:

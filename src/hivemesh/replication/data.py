@@ -1,0 +1,344 @@
+"""Moving a policy's data files: directories of the source zone made equal to the target's.
+
+:class:`DataMover` syncs one table or partition directory at a time (:meth:`DataMover.sync`): a
+file is copied when the target lacks it or its size differs, or when its content differs (MD5)
+and the file ledger cannot vouch for it (the target file was copied from a source file of the same
+size and modification time). Copies go through :func:`hivemesh.storage.copy.copy_file_checksum`
+(hidden temporary name renamed into place: a reader never sees a partial file), run on
+``copy_threads`` threads, and as a Spark job (the file list spread over the executors) when one
+sync copies more than ``spark_copy_threshold_mb``. Hidden temporaries left by a killed copier are
+removed first; files the source no longer has are deleted. Storage is anything ``pyarrow.fs``
+opens; a zone's ``s3`` options are used for ``s3://``, ``s3a://`` and ``s3n://`` locations.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from hivemesh.replication.config import S3Options
+from hivemesh.replication.state import FileRecord, ReplicationStore
+from hivemesh.storage.copy import _is_temporary, checksum, copy_file
+from hivemesh.storage.locations import delete_path, local_path, resolve_location
+
+__all__ = ["DataMover", "FsSpec", "SyncResult", "ZoneStorage", "copy_task"]
+
+log = logging.getLogger(__name__)
+
+S3_SCHEMES = ("s3", "s3a", "s3n")
+LEDGER_BATCH = 500
+
+
+@dataclass(frozen=True)
+class FsSpec:
+    """A file system that can be opened anywhere (on a Spark executor too): ``kind`` is ``s3``
+    (``options`` for ``pyarrow.fs.S3FileSystem``), ``local``, or ``uri`` (``options["uri"]`` given
+    to ``pyarrow.fs.FileSystem.from_uri``)."""
+
+    kind: str
+    options: tuple[tuple[str, str], ...] = ()
+
+    def open(self) -> pafs.FileSystem:
+        """The pyarrow file system. Raises OSError/ValueError when it cannot be opened."""
+        opts = dict(self.options)
+        if self.kind == "s3":
+            return pafs.S3FileSystem(**opts)
+        if self.kind == "local":
+            return pafs.LocalFileSystem()
+        return pafs.FileSystem.from_uri(opts["uri"])[0]
+
+
+_FS_CACHE: dict[FsSpec, pafs.FileSystem] = {}
+_FS_LOCK = threading.Lock()
+
+
+def _open(spec: FsSpec) -> pafs.FileSystem:
+    with _FS_LOCK:
+        fs = _FS_CACHE.get(spec)
+        if fs is None:
+            fs = _FS_CACHE[spec] = spec.open()
+        return fs
+
+
+class ZoneStorage:
+    """Resolves a zone's locations (as its metastore stores them) to ``(file system, path)``."""
+
+    def __init__(self, s3: S3Options | None = None):
+        opts = (s3 or S3Options()).model_dump(exclude_none=True)
+        self._s3 = FsSpec("s3", tuple(sorted(opts.items())))
+
+    def spec(self, location: str) -> tuple[FsSpec, str]:
+        """``(file system spec, path on it)`` of ``location``."""
+        scheme = location.split("://", 1)[0].lower() if "://" in location else ""
+        if scheme in S3_SCHEMES:
+            return self._s3, location.split("://", 1)[1].rstrip("/")
+        if scheme == "" or location.startswith("file:"):
+            return FsSpec("local"), local_path(location) if location.startswith("file:") else location
+        return FsSpec("uri", (("uri", location),)), resolve_location(location)[1]
+
+    def resolve(self, location: str) -> tuple[pafs.FileSystem, str]:
+        """``(pyarrow file system, path on it)`` of ``location``."""
+        spec, path = self.spec(location)
+        if spec.kind == "uri":
+            return resolve_location(location)
+        return _open(spec), path
+
+
+def copy_task(task: tuple[FsSpec, str, FsSpec, str]) -> tuple[str, int, str | None]:
+    """Copy one file ``(source fs, source path, target fs, target path)``; returns ``(target path,
+    bytes, None)`` (the MD5 is not computed on the copy path: the ledger vouches by size and
+    source modification time, ``verify`` computes checksums). Module-level so that Spark
+    executors can run it."""
+    src_spec, src, dst_spec, dst = task
+    nbytes = copy_file(_open(src_spec), src, _open(dst_spec), dst)
+    return dst, nbytes, None
+
+
+@dataclass
+class SyncResult:
+    """What syncs did: files and bytes copied, files found equal, files deleted, hidden temporaries
+    removed, and whether a Spark job did the copying."""
+
+    copied: int = 0
+    bytes_copied: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    temporaries: int = 0
+    spark: bool = False
+    copied_paths: list[str] = field(default_factory=list)
+
+    def add(self, other: SyncResult) -> None:
+        """Add ``other``'s counts to this one."""
+        self.copied += other.copied
+        self.bytes_copied += other.bytes_copied
+        self.unchanged += other.unchanged
+        self.deleted += other.deleted
+        self.temporaries += other.temporaries
+        self.spark = self.spark or other.spark
+        self.copied_paths.extend(other.copied_paths)
+
+
+def _files(fs: pafs.FileSystem, root: str) -> tuple[dict[str, pafs.FileInfo], list[str]]:
+    """Files below ``root`` by relative path, and the hidden temporaries' full paths."""
+    selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
+    base = root.rstrip("/") + "/"
+    files: dict[str, pafs.FileInfo] = {}
+    temps: list[str] = []
+    for info in fs.get_file_info(selector):
+        if info.type != pafs.FileType.File:
+            continue
+        if _is_temporary(info.base_name):
+            temps.append(info.path)
+            continue
+        rel = info.path[len(base) :] if info.path.startswith(base) else info.base_name
+        files[rel] = info
+    return files, temps
+
+
+def _mtime_ns(info: pafs.FileInfo) -> int | None:
+    return info.mtime_ns if info.mtime is not None else None
+
+
+class DataMover:
+    """Syncs directories of ``source`` storage into ``target`` storage for ``policy``, with the
+    file ledger in ``store``.
+
+    ``threads``: files copied at once. ``spark_threshold_bytes``: a sync copying more runs as a
+    Spark job (None: never). ``on_bytes``: called with the bytes of each copied file (progress).
+    """
+
+    def __init__(
+        self,
+        policy: str,
+        store: ReplicationStore,
+        source: ZoneStorage,
+        target: ZoneStorage,
+        threads: int = 8,
+        spark_threshold_bytes: int | None = None,
+        spark_master: str | None = None,
+        on_bytes: Callable[[int], None] | None = None,
+    ):
+        self.policy = policy
+        self.store = store
+        self.source = source
+        self.target = target
+        self.threads = threads
+        self.spark_threshold_bytes = spark_threshold_bytes
+        self.spark_master = spark_master
+        self.on_bytes = on_bytes
+        self.trust_ledger = True  # False: same-size files compared by MD5 even when the ledger vouches
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"copy-{policy}")
+
+    def close(self) -> None:
+        """Stop the copy threads."""
+        self._pool.shutdown(wait=True)
+
+    # ------------------------------------------------------------------ one directory
+    def plan(
+        self, source: str, target: str
+    ) -> tuple[list[tuple[FsSpec, str, FsSpec, str]], SyncResult, list[str], list[FileRecord]]:
+        """What :meth:`sync` would do: the copy tasks, the counts so far (unchanged files,
+        temporaries removed), the target files to delete, and ledger entries confirmed by
+        checksum. Removes hidden temporaries below ``target``. Raises OSError."""
+        src_spec, src_root = self.source.spec(source)
+        dst_spec, dst_root = self.target.spec(target)
+        src_fs, dst_fs = self.source.resolve(source)[0], self.target.resolve(target)[0]
+        wanted, _ = _files(src_fs, src_root)
+        present, temps = _files(dst_fs, dst_root)
+        out = SyncResult()
+        for path in temps:
+            dst_fs.delete_file(path)
+            out.temporaries += 1
+        ledger = self.store.ledger(self.policy, dst_root) if wanted and present and self.trust_ledger else {}
+        tasks: list[tuple[FsSpec, str, FsSpec, str]] = []
+        confirmed: list[FileRecord] = []
+        for rel, info in sorted(wanted.items()):
+            src, dst = posixpath.join(src_root, rel), posixpath.join(dst_root, rel)
+            have = present.get(rel)
+            if have is not None and have.size == info.size:
+                rec = ledger.get(dst)
+                if rec is not None and rec.size == info.size and rec.source_mtime_ns == _mtime_ns(info):
+                    out.unchanged += 1
+                    continue
+                md5 = checksum(src_fs, src)
+                if md5 == checksum(dst_fs, dst):
+                    out.unchanged += 1
+                    confirmed.append(FileRecord(dst, info.size, _mtime_ns(info), md5))
+                    continue
+            tasks.append((src_spec, src, dst_spec, dst))
+        extra = [posixpath.join(dst_root, rel) for rel in sorted(set(present) - set(wanted))]
+        return tasks, out, extra, confirmed
+
+    def sync(self, source: str, target: str, delete_extra: bool = True) -> SyncResult:
+        """Make directory location ``target`` (of the target zone) hold exactly the files of
+        ``source`` (of the source zone). Raises OSError naming the file on a storage error (what
+        was copied stays copied and recorded; a rerun finishes the work)."""
+        return self.sync_many([(source, target)], delete_extra)
+
+    def sync_many(self, pairs: list[tuple[str, str]], delete_extra: bool = True) -> SyncResult:
+        """:meth:`sync` of several ``(source, target)`` directory locations, their copies run as
+        one batch (on the threads, or one Spark job above the threshold)."""
+        out = SyncResult()
+        tasks: list[tuple[FsSpec, str, FsSpec, str]] = []
+        extras: list[tuple[str, list[str]]] = []
+        mtimes: dict[str, int | None] = {}
+        for source, target in pairs:
+            some, counts, extra, confirmed = self.plan(source, target)
+            self._record(confirmed)
+            out.add(counts)
+            if some:
+                src_fs = self.source.resolve(source)[0]
+                for info in src_fs.get_file_info([t[1] for t in some]):
+                    mtimes[info.path] = _mtime_ns(info)
+                tasks.extend(some)
+            if extra:
+                extras.append((target, extra))
+        done = self.copy(tasks, out)
+        self._record(FileRecord(dst, n, mtimes.get(src), md5) for (_, src, _, dst), (_, n, md5) in done)
+        if delete_extra:
+            for target, extra in extras:
+                dst_fs = self.target.resolve(target)[0]
+                for path in extra:
+                    try:
+                        dst_fs.delete_file(path)
+                    except FileNotFoundError:
+                        continue
+                    out.deleted += 1
+                self.store.forget_files(self.policy, extra)
+        return out
+
+    def copy(
+        self, tasks: list[tuple[FsSpec, str, FsSpec, str]], out: SyncResult
+    ) -> list[tuple[tuple[FsSpec, str, FsSpec, str], tuple[str, int, str | None]]]:
+        """Run copy ``tasks`` (threads, or Spark above the threshold); counts added to ``out``;
+        returns each task with its ``(target path, bytes, MD5)``. Raises OSError naming the file."""
+        if not tasks:
+            return []
+        results: list[tuple[str, int, str | None]]
+        if self.spark_threshold_bytes is not None and self._bytes(tasks) > self.spark_threshold_bytes:
+            results = self._spark_copy(tasks)
+            out.spark = True
+        else:
+            futures = [self._pool.submit(self._copy_one, t) for t in tasks]
+            results = [f.result() for f in futures]
+        for _, nbytes, _ in results:
+            out.copied += 1
+            out.bytes_copied += nbytes
+        out.copied_paths.extend(r[0] for r in results)
+        return list(zip(tasks, results, strict=True))
+
+    def _bytes(self, tasks: list[tuple[FsSpec, str, FsSpec, str]]) -> int:
+        fs = _open(tasks[0][0]) if tasks[0][0].kind != "uri" else None
+        total = 0
+        for spec, src, _, _ in tasks:
+            f = fs if fs is not None and spec == tasks[0][0] else _open(spec)
+            total += f.get_file_info(src).size or 0
+        return total
+
+    def _copy_one(self, task: tuple[FsSpec, str, FsSpec, str]) -> tuple[str, int, str | None]:
+        try:
+            result = copy_task(task)
+        except OSError as e:
+            raise OSError(f"copying {task[1]} to {task[3]} failed: {e}") from e
+        if self.on_bytes is not None:
+            self.on_bytes(result[1])
+        return result
+
+    def _spark_copy(self, tasks: list[tuple[FsSpec, str, FsSpec, str]]) -> list[tuple[str, int, str | None]]:
+        from pyspark.sql import SparkSession  # heavy: only for copies above the threshold
+
+        builder = SparkSession.builder.appName("hivemesh-replication-copy")
+        if self.spark_master:
+            builder = builder.master(self.spark_master)
+        elif SparkSession.getActiveSession() is None:
+            builder = builder.master("local[*]")
+        if SparkSession.getActiveSession() is None and (self.spark_master or "local").startswith("local"):
+            # local Python workers must import hivemesh: a context started from Python runs them on
+            # $PYSPARK_PYTHON, else on whatever ``python3`` is on PATH; make it this interpreter
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        spark = builder.getOrCreate()
+        sc = spark.sparkContext
+        slices = max(1, min(len(tasks), sc.defaultParallelism * 4))
+        log.info("copying %d files as a Spark job (%d tasks)", len(tasks), slices)
+        results: list[tuple[str, int, str | None]] = sc.parallelize(tasks, slices).map(copy_task).collect()
+        if self.on_bytes is not None:
+            self.on_bytes(sum(r[1] for r in results))
+        return results
+
+    def _record(self, records: Iterable[FileRecord]) -> None:
+        batch: list[FileRecord] = []
+        for r in records:
+            batch.append(r)
+            if len(batch) >= LEDGER_BATCH:
+                self.store.record_files(self.policy, batch)
+                batch = []
+        self.store.record_files(self.policy, batch)
+
+    # ------------------------------------------------------------------ removal
+    def remove(self, target: str) -> bool:
+        """Delete directory location ``target`` of the target zone and its ledger entries; True
+        when something was deleted. Raises OSError for storage errors other than absence."""
+        fs, root = self.target.resolve(target)
+        self.store.forget_files(self.policy, under=root)
+        return delete_path(fs, root)
+
+
+def describe(result: SyncResult) -> dict[str, Any]:
+    """``result`` as a JSON-able dict (without the copied paths)."""
+    return {
+        "copied": result.copied,
+        "bytes_copied": result.bytes_copied,
+        "unchanged": result.unchanged,
+        "deleted": result.deleted,
+        "temporaries": result.temporaries,
+        "spark": result.spark,
+    }
