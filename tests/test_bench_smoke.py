@@ -1,4 +1,4 @@
-"""Smoke tests of the benchmarks: ``bench/metastore.py`` and ``bench/txn.py`` with ``--quick --only sqlite``,
+"""Smoke tests of the benchmarks: ``bench/metastore.py`` and ``bench/txn.py`` with ``--quick --only sqlite``, ``bench/replication.py`` at tiny sizes,
 ``bench/acid_read.py`` at scale 0.01.
 
 Checks that each script exits 0 and prints its tables with numbers; no timing is asserted.
@@ -252,3 +252,25 @@ def test_quick_proxy_run_prints_the_tables(tmp_path: Path) -> None:
             # bench then flags the case as not steady (and gives no ratio) rather than a figure
             assert case["calls"] > 0 or not case["steady"], (op, key, case)
     assert doc["audit_log_lines"] > 0  # the default proxy logs every call
+
+
+def test_replication_bench_tiny_run(tmp_path: Path) -> None:
+    """bench/replication.py at tiny sizes: every section runs and reports its figures (the
+    replicated partition count equals the source's; the lag run saw every change)."""
+    out_json = tmp_path / "repl.json"
+    proc = subprocess.run(
+        [sys.executable, str(repo_root() / "bench" / "replication.py"), "--quick",
+         "--data-partitions", "3", "--files", "2", "--file-mb", "1", "--partitions", "300",
+         "--events", "1000", "--seconds", "3", "--json", str(out_json)],
+        cwd=repo_root(), capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "250"},
+    )  # fmt: skip
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    res = json.loads(out_json.read_text())
+    boot = res["bootstrap"]
+    assert boot["partitions"] == 3 and boot["bytes"] == 3 * 2 * 2**20
+    assert boot["mb_s"] > 0 and boot["plain_mb_s"] > 0 and boot["peak_rss_mb"] > 0
+    scale = res["scale"]
+    assert scale["partitions"] == scale["target_partitions"] == 300
+    assert scale["events"] >= 1000 and scale["events_s"] > 0
+    assert res["lag"]["changes"] > 0 and res["lag"]["missing"] == 0
+    assert "ratio" in proc.stdout and "p50" in proc.stdout

@@ -67,15 +67,21 @@ Relocate = Callable[[str | None], str | None]
 def relocator(source_prefix: str, target_prefix: str) -> Relocate:
     """A ``relocate`` function: locations under ``source_prefix`` move under ``target_prefix``
     (on a path boundary); others, and None, are kept."""
-    src = source_prefix.rstrip("/")
-    dst = target_prefix.rstrip("/")
+    return relocator_for({source_prefix: target_prefix})
+
+
+def relocator_for(mapping: Mapping[str, str]) -> Relocate:
+    """A ``relocate`` function mapping location prefixes (source -> target, on path boundaries,
+    the longest matching prefix first); locations under no prefix, and None, are kept."""
+    pairs = sorted(((k.rstrip("/"), v.rstrip("/")) for k, v in mapping.items()), key=lambda kv: -len(kv[0]))
 
     def relocate(location: str | None) -> str | None:
-        """``location`` moved from the source prefix to the target prefix (others unchanged)."""
+        """``location`` under the target's prefix."""
         if location is None:
             return None
-        if location == src or location.startswith(src + "/"):
-            return dst + location[len(src) :]
+        for src, dst in pairs:
+            if location == src or location.startswith(src + "/"):
+                return dst + location[len(src) :]
         return location
 
     return relocate

@@ -245,4 +245,6 @@ PARTITION_EVENTS = sa.Table(
 
 sa.Index("TBLS_SD", TBLS.c.SD_ID)
 sa.Index("PARTITIONS_SD", PARTITIONS.c.SD_ID)
+sa.Index("SDS_SERDE", SDS.c.SERDE_ID)  # FK checks when a SerDe is deleted (migration 0004)
+sa.Index("SDS_CD", SDS.c.CD_ID)
 sa.Index("FUNCS_DB", FUNCS.c.DB_ID)

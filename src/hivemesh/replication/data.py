@@ -1,12 +1,13 @@
-"""Moving a policy's data files: directories of the source zone made equal to the target's.
+"""Moving a policy's data files: directories of the target zone made equal to the source's.
 
-:class:`DataMover` syncs one table or partition directory at a time (:meth:`DataMover.sync`): a
-file is copied when the target lacks it or its size differs, or when its content differs (MD5)
-and the file ledger cannot vouch for it (the target file was copied from a source file of the same
-size and modification time). Copies go through :func:`hivemesh.storage.copy.copy_file_checksum`
-(hidden temporary name renamed into place: a reader never sees a partial file), run on
-``copy_threads`` threads, and as a Spark job (the file list spread over the executors) when one
-sync copies more than ``spark_copy_threshold_mb``. Hidden temporaries left by a killed copier are
+:class:`DataMover` syncs table and partition directories (:meth:`DataMover.sync`,
+:meth:`DataMover.sync_many` for several at once): a file is copied when the target lacks it or its
+size differs, or when its content differs (MD5 of both sides) and the file ledger cannot vouch for
+it (the target file was copied from a source file of the same size and modification time).
+Copies go through :func:`hivemesh.storage.copy.copy_file` (``pyarrow.fs.copy_files`` to a hidden
+temporary name renamed into place: a reader never sees a partial file; no checksum on the copy
+path, ``verify`` computes them), run on ``copy_threads`` threads, and as a Spark job (the file
+list spread over the executors) when one batch copies more than ``spark_copy_threshold_mb``. Hidden temporaries left by a killed copier are
 removed first; files the source no longer has are deleted. Storage is anything ``pyarrow.fs``
 opens; a zone's ``s3`` options are used for ``s3://``, ``s3a://`` and ``s3n://`` locations.
 """

@@ -62,7 +62,7 @@ from hivemesh.hive.constants import now_ms
 from hivemesh.hive.events import ALLOC_WRITE_ID_EVENT
 from hivemesh.hive.hms_methods import REQUEST_FORMS
 from hivemesh.hive.names import make_part_name
-from hivemesh.metastore.replay import Relocate, Replayer
+from hivemesh.metastore.replay import Replayer, relocator_for
 from hivemesh.replication.config import DataMode, PolicyConfig, ReplicationFile, TargetFormat
 from hivemesh.replication.data import DataMover, SyncResult, ZoneStorage
 from hivemesh.replication.scope import Scope, event_object
@@ -115,23 +115,6 @@ class ThriftCalls:
                 return call(*args)
 
         return call
-
-
-def relocator_for(mapping: dict[str, str]) -> Relocate:
-    """A ``relocate`` function mapping location prefixes (on path boundaries, longest first);
-    locations under no prefix are kept."""
-    pairs = sorted(((k.rstrip("/"), v.rstrip("/")) for k, v in mapping.items()), key=lambda kv: -len(kv[0]))
-
-    def relocate(location: str | None) -> str | None:
-        """``location`` under the target's prefix."""
-        if location is None:
-            return None
-        for src, dst in pairs:
-            if location == src or location.startswith(src + "/"):
-                return dst + location[len(src) :]
-        return location
-
-    return relocate
 
 
 @dataclass
@@ -228,6 +211,9 @@ class PolicyRunner:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bootstrap-{policy.name}")
         self._stopping = threading.Event()
         self._warned: set[str] = set()
+        self._progress_lock = threading.Lock()
+        self._copy_task: Any = None
+        self._copied_bytes = 0
         self._rules_checked = False
         self.state = store.ensure(policy.name, policy.source, policy.target)
 
@@ -254,8 +240,16 @@ class PolicyRunner:
 
     # ------------------------------------------------------------------ helpers
     def _on_bytes(self, n: int) -> None:
+        """Called by the copy threads with the bytes of each copied file."""
         if self.metrics is not None:
             self.metrics.bytes_copied.labels(self.name).inc(n)
+        progress = self.progress
+        if progress is not None:
+            with self._progress_lock:
+                if self._copy_task is None:
+                    self._copy_task = progress.add_task(f"{self.name}: MiB copied", total=None)
+                self._copied_bytes += n
+                progress.update(self._copy_task, completed=self._copied_bytes // 2**20)
 
     def _count_sync(self, result: SyncResult) -> None:
         if self.metrics is not None and result.copied:
