@@ -134,3 +134,45 @@ def test_a_database_replicated_both_ways_is_refused() -> None:
     back["databases"] = ["ml", "hr"]
     cfg = parse_replication_config({"zones": ZONES, "replication": {"policies": [there, back]}})
     assert [p.name for p in cfg.replication.policies] == ["sales-to-cloud", "back"]
+
+
+def test_runtime_settings_s3_options_and_store_url_are_checked() -> None:
+    cfg = parse_replication_config(
+        {
+            "zones": {
+                "a": {"metastore": "thrift://a:9083", "warehouse": "/w"},
+                "b": {"metastore": "thrift://b:9083", "warehouse": "s3a://lake/w",
+                      "s3": {"endpoint_override": "127.0.0.1:9000", "scheme": "http", "region": "eu-west-1"}},
+            },
+            "replication": {"store": "postgresql://u@db/repl", "rescan_interval_s": 3600, "copy_threads": 4,
+                            "policies": [{"name": "p", "source": "a", "target": "b", "databases": ["x"]}]},
+        }
+    )  # fmt: skip
+    assert cfg.zones["b"].s3.endpoint_override == "127.0.0.1:9000" and cfg.zones["b"].s3.scheme == "http"
+    assert cfg.zones["a"].s3.endpoint_override is None
+    assert cfg.replication.rescan_interval_s == 3600 and cfg.replication.copy_threads == 4
+    with pytest.raises(ConfigError) as err:
+        parse_replication_config(
+            {
+                "zones": {"a": {"metastore": "thrift://a:9083", "warehouse": "/w",
+                                "s3": {"endpoint": "x", "scheme": "ftp"}}},
+                "replication": {"store": "mysql://x/y", "rescan_interval_s": 0, "poll_interval_s": -1},
+            }
+        )  # fmt: skip
+    text = str(err.value)
+    assert "zones.a.s3.endpoint: Extra inputs are not permitted" in text
+    assert "zones.a.s3.scheme:" in text
+    assert "replication.store:" in text and "sqlite:///" in text
+    assert "replication.rescan_interval_s:" in text and "replication.poll_interval_s:" in text
+
+
+def test_delta_targets_are_refused_when_a_policy_runs(tmp_path: Path) -> None:
+    from hivemesh.replication.runner import PolicyRunner, ReplicationError
+    from hivemesh.replication.state import ReplicationStore
+
+    cfg = parse_replication_config({"zones": ZONES, "replication": {"policies": [_policy(format="delta")]}})
+    store = ReplicationStore(f"sqlite:///{tmp_path / 'r.db'}")
+    with pytest.raises(ReplicationError, match="format delta is not supported yet"):
+        PolicyRunner(cfg, cfg.replication.policies[0], store, "me")
+    assert store.get("sales-to-cloud") is None  # nothing recorded for it
+    store.dispose()

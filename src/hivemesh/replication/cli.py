@@ -1,4 +1,4 @@
-"""``hivemesh replicate``: run, watch and check replication policies (``replication:`` in mesh.yaml)."""
+"""hivemesh replicate: run, watch and check replication policies (``replication:`` in mesh.yaml)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _progress(console: Console) -> Progress:
 @click.option("--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING or ERROR.")
 def replicate(log_level: str) -> None:
     """Replicate databases and tables between zones: metadata from the source's notification log,
-    data files by content (see ``replication:`` in mesh.yaml)."""
+    data files by content (see replication: in mesh.yaml)."""
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -87,7 +87,7 @@ def run(
     config_path: str, names: tuple[str, ...], once: bool, metrics_port: int | None, metrics_host: str
 ) -> None:
     """Keep every target current: follow each source's notification log until SIGTERM, or with
-    ``--once`` until the source's current event (exit 0; 1 with the reasons on failure)."""
+    --once until the source's current event (exit 0; 1 with the reasons on failure)."""
     from hivemesh.replication.metrics import ReplicationMetrics
     from hivemesh.replication.service import ReplicationService, run_once
 

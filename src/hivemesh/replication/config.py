@@ -40,6 +40,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hivemesh.config import DEFAULT_DATA_DIR, ConfigError, check_regexes, format_errors, lower_enum, read_yaml
+from hivemesh.storage.sql import normalize_url
 
 __all__ = [
     "DataMode",
@@ -192,6 +193,15 @@ class ReplicationConfig(BaseModel):
         "writers that change files without a metastore event, such as Spark's INSERT into an "
         "existing partition of a converted table); unset: never",
     )
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, v: str) -> str:
+        try:
+            normalize_url(v, "store")
+        except ConfigError as e:
+            raise ValueError(str(e).removeprefix("store: ")) from None
+        return v
 
     def policy(self, name: str) -> PolicyConfig:
         """The policy called ``name``. Raises ConfigError naming the known policies."""
