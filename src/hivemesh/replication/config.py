@@ -85,6 +85,12 @@ class S3Options(BaseModel):
     access_key: str | None = None
     secret_key: str | None = None
     session_token: str | None = None
+    connect_timeout: float | None = Field(
+        None, gt=0, description="seconds to connect (default: the AWS SDK's)"
+    )
+    request_timeout: float | None = Field(
+        None, gt=0, description="seconds per request (default: the AWS SDK's)"
+    )
 
 
 class ZoneConfig(BaseModel):
