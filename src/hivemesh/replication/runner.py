@@ -57,6 +57,7 @@ from hive_metastore.ttypes import (
 from thrift.Thrift import TApplicationException
 
 from hivemesh.client.metastore import MetastoreClient
+from hivemesh.errors import HivemeshError
 from hivemesh.hive import event_messages as ev
 from hivemesh.hive.constants import now_ms
 from hivemesh.hive.events import ALLOC_WRITE_ID_EVENT
@@ -80,7 +81,7 @@ LEASE_MS = 30_000
 VIEW_TYPES = ("VIRTUAL_VIEW", "MATERIALIZED_VIEW")
 
 
-class ReplicationError(RuntimeError):
+class ReplicationError(HivemeshError, RuntimeError):
     """A policy cannot go on; the message names the policy and the peer."""
 
 
