@@ -112,8 +112,9 @@ def run(
     click.echo(f"hivemesh replication running {len(service.policies)} policies", err=True)
 
     def on_signal(signum: int, _frame: object) -> None:
+        """SIGTERM/SIGINT: let every policy stop after its current event."""
         log.info("signal %d: stopping after the current events", signum)
-        service._stop.set()
+        service.request_stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)

@@ -22,16 +22,15 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow.fs as pafs
 
 from hivemesh.replication.config import S3Options
 from hivemesh.replication.state import FileRecord, ReplicationStore
-from hivemesh.storage.copy import _is_temporary, checksum, copy_file
+from hivemesh.storage.copy import checksum, copy_file, is_temporary
 from hivemesh.storage.locations import delete_path, local_path, resolve_location
 
-__all__ = ["DataMover", "FsSpec", "SyncResult", "ZoneStorage", "copy_task"]
+__all__ = ["CopyTask", "DataMover", "FsSpec", "SyncPlan", "SyncResult", "ZoneStorage", "copy_task"]
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +93,11 @@ class ZoneStorage:
         return _open(spec), path
 
 
-def copy_task(task: tuple[FsSpec, str, FsSpec, str]) -> tuple[str, int, str | None]:
+CopyTask = tuple[FsSpec, str, FsSpec, str]
+"""One file to copy: ``(source fs, source path, target fs, target path)``."""
+
+
+def copy_task(task: CopyTask) -> tuple[str, int, str | None]:
     """Copy one file ``(source fs, source path, target fs, target path)``; returns ``(target path,
     bytes, None)`` (the MD5 is not computed on the copy path: the ledger vouches by size and
     source modification time, ``verify`` computes checksums). Module-level so that Spark
@@ -128,6 +131,21 @@ class SyncResult:
         self.copied_paths.extend(other.copied_paths)
 
 
+@dataclass
+class SyncPlan:
+    """What syncing one ``target`` directory takes: the copy ``tasks``, each task's source file
+    ``(size in bytes, mtime in ns)`` by source path, the ``counts`` so far (unchanged files,
+    temporaries removed), the target files to delete (``extra``), and ledger entries confirmed by
+    checksum."""
+
+    target: str
+    tasks: list[CopyTask] = field(default_factory=list)
+    sources: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    counts: SyncResult = field(default_factory=SyncResult)
+    extra: list[str] = field(default_factory=list)
+    confirmed: list[FileRecord] = field(default_factory=list)
+
+
 def _files(fs: pafs.FileSystem, root: str) -> tuple[dict[str, pafs.FileInfo], list[str]]:
     """Files below ``root`` by relative path, and the hidden temporaries' full paths."""
     selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
@@ -137,7 +155,7 @@ def _files(fs: pafs.FileSystem, root: str) -> tuple[dict[str, pafs.FileInfo], li
     for info in fs.get_file_info(selector):
         if info.type != pafs.FileType.File:
             continue
-        if _is_temporary(info.base_name):
+        if is_temporary(info.base_name):
             temps.append(info.path)
             continue
         rel = info.path[len(base) :] if info.path.startswith(base) else info.base_name
@@ -184,40 +202,36 @@ class DataMover:
         self._pool.shutdown(wait=True)
 
     # ------------------------------------------------------------------ one directory
-    def plan(
-        self, source: str, target: str
-    ) -> tuple[list[tuple[FsSpec, str, FsSpec, str]], SyncResult, list[str], list[FileRecord]]:
-        """What :meth:`sync` would do: the copy tasks, the counts so far (unchanged files,
-        temporaries removed), the target files to delete, and ledger entries confirmed by
-        checksum. Removes hidden temporaries below ``target``. Raises OSError."""
+    def plan(self, source: str, target: str) -> SyncPlan:
+        """What :meth:`sync` would do for one directory (see :class:`SyncPlan`). Removes hidden
+        temporaries below ``target`` (left by a killed copier). Raises OSError."""
         src_spec, src_root = self.source.spec(source)
         dst_spec, dst_root = self.target.spec(target)
         src_fs, dst_fs = self.source.resolve(source)[0], self.target.resolve(target)[0]
         wanted, _ = _files(src_fs, src_root)
         present, temps = _files(dst_fs, dst_root)
-        out = SyncResult()
+        out = SyncPlan(target)
         for path in temps:
             dst_fs.delete_file(path)
-            out.temporaries += 1
+            out.counts.temporaries += 1
         ledger = self.store.ledger(self.policy, dst_root) if wanted and present and self.trust_ledger else {}
-        tasks: list[tuple[FsSpec, str, FsSpec, str]] = []
-        confirmed: list[FileRecord] = []
         for rel, info in sorted(wanted.items()):
             src, dst = posixpath.join(src_root, rel), posixpath.join(dst_root, rel)
             have = present.get(rel)
             if have is not None and have.size == info.size:
                 rec = ledger.get(dst)
                 if rec is not None and rec.size == info.size and rec.source_mtime_ns == _mtime_ns(info):
-                    out.unchanged += 1
+                    out.counts.unchanged += 1
                     continue
                 md5 = checksum(src_fs, src)
                 if md5 == checksum(dst_fs, dst):
-                    out.unchanged += 1
-                    confirmed.append(FileRecord(dst, info.size, _mtime_ns(info), md5))
+                    out.counts.unchanged += 1
+                    out.confirmed.append(FileRecord(dst, info.size, _mtime_ns(info), md5))
                     continue
-            tasks.append((src_spec, src, dst_spec, dst))
-        extra = [posixpath.join(dst_root, rel) for rel in sorted(set(present) - set(wanted))]
-        return tasks, out, extra, confirmed
+            out.tasks.append((src_spec, src, dst_spec, dst))
+            out.sources[src] = (info.size or 0, _mtime_ns(info))
+        out.extra = [posixpath.join(dst_root, rel) for rel in sorted(set(present) - set(wanted))]
+        return out
 
     def sync(self, source: str, target: str, delete_extra: bool = True) -> SyncResult:
         """Make directory location ``target`` (of the target zone) hold exactly the files of
@@ -229,43 +243,42 @@ class DataMover:
         """:meth:`sync` of several ``(source, target)`` directory locations, their copies run as
         one batch (on the threads, or one Spark job above the threshold)."""
         out = SyncResult()
-        tasks: list[tuple[FsSpec, str, FsSpec, str]] = []
-        extras: list[tuple[str, list[str]]] = []
-        mtimes: dict[str, int | None] = {}
+        tasks: list[CopyTask] = []
+        sources: dict[str, tuple[int, int | None]] = {}
+        plans = []
         for source, target in pairs:
-            some, counts, extra, confirmed = self.plan(source, target)
-            self._record(confirmed)
-            out.add(counts)
-            if some:
-                src_fs = self.source.resolve(source)[0]
-                for info in src_fs.get_file_info([t[1] for t in some]):
-                    mtimes[info.path] = _mtime_ns(info)
-                tasks.extend(some)
-            if extra:
-                extras.append((target, extra))
-        done = self.copy(tasks, out)
-        self._record(FileRecord(dst, n, mtimes.get(src), md5) for (_, src, _, dst), (_, n, md5) in done)
+            plan = self.plan(source, target)
+            self._record(plan.confirmed)
+            out.add(plan.counts)
+            tasks.extend(plan.tasks)
+            sources.update(plan.sources)
+            plans.append(plan)
+        done = self.copy(tasks, out, sum(size for size, _ in sources.values()))
+        self._record(FileRecord(dst, n, sources[src][1], md5) for (_, src, _, dst), (_, n, md5) in done)
         if delete_extra:
-            for target, extra in extras:
-                dst_fs = self.target.resolve(target)[0]
-                for path in extra:
+            for plan in plans:
+                if not plan.extra:
+                    continue
+                dst_fs = self.target.resolve(plan.target)[0]
+                for path in plan.extra:
                     try:
                         dst_fs.delete_file(path)
                     except FileNotFoundError:
                         continue
                     out.deleted += 1
-                self.store.forget_files(self.policy, extra)
+                self.store.forget_files(self.policy, plan.extra)
         return out
 
     def copy(
-        self, tasks: list[tuple[FsSpec, str, FsSpec, str]], out: SyncResult
-    ) -> list[tuple[tuple[FsSpec, str, FsSpec, str], tuple[str, int, str | None]]]:
-        """Run copy ``tasks`` (threads, or Spark above the threshold); counts added to ``out``;
-        returns each task with its ``(target path, bytes, MD5)``. Raises OSError naming the file."""
+        self, tasks: list[CopyTask], out: SyncResult, total_bytes: int
+    ) -> list[tuple[CopyTask, tuple[str, int, str | None]]]:
+        """Run copy ``tasks`` of ``total_bytes`` (threads, or Spark above the threshold); counts
+        added to ``out``; returns each task with its ``(target path, bytes, MD5 or None)``.
+        Raises OSError naming the file."""
         if not tasks:
             return []
         results: list[tuple[str, int, str | None]]
-        if self.spark_threshold_bytes is not None and self._bytes(tasks) > self.spark_threshold_bytes:
+        if self.spark_threshold_bytes is not None and total_bytes > self.spark_threshold_bytes:
             results = self._spark_copy(tasks)
             out.spark = True
         else:
@@ -277,15 +290,7 @@ class DataMover:
         out.copied_paths.extend(r[0] for r in results)
         return list(zip(tasks, results, strict=True))
 
-    def _bytes(self, tasks: list[tuple[FsSpec, str, FsSpec, str]]) -> int:
-        fs = _open(tasks[0][0]) if tasks[0][0].kind != "uri" else None
-        total = 0
-        for spec, src, _, _ in tasks:
-            f = fs if fs is not None and spec == tasks[0][0] else _open(spec)
-            total += f.get_file_info(src).size or 0
-        return total
-
-    def _copy_one(self, task: tuple[FsSpec, str, FsSpec, str]) -> tuple[str, int, str | None]:
+    def _copy_one(self, task: CopyTask) -> tuple[str, int, str | None]:
         try:
             result = copy_task(task)
         except OSError as e:
@@ -294,7 +299,7 @@ class DataMover:
             self.on_bytes(result[1])
         return result
 
-    def _spark_copy(self, tasks: list[tuple[FsSpec, str, FsSpec, str]]) -> list[tuple[str, int, str | None]]:
+    def _spark_copy(self, tasks: list[CopyTask]) -> list[tuple[str, int, str | None]]:
         from pyspark.sql import SparkSession  # heavy: only for copies above the threshold
 
         builder = SparkSession.builder.appName("hivemesh-replication-copy")
@@ -331,15 +336,3 @@ class DataMover:
         fs, root = self.target.resolve(target)
         self.store.forget_files(self.policy, under=root)
         return delete_path(fs, root)
-
-
-def describe(result: SyncResult) -> dict[str, Any]:
-    """``result`` as a JSON-able dict (without the copied paths)."""
-    return {
-        "copied": result.copied,
-        "bytes_copied": result.bytes_copied,
-        "unchanged": result.unchanged,
-        "deleted": result.deleted,
-        "temporaries": result.temporaries,
-        "spark": result.spark,
-    }

@@ -105,6 +105,7 @@ class ThriftCalls:
         form = _DROPPED_BY_HIVE4.get(name)
 
         def call(*args: Any) -> Any:
+            """``name`` on the peer, or its request form when the peer dropped the plain call."""
             if form is not None and name in self._missing:
                 return form.unwrap(self._client.call(form.method, form.build(list(args))))
             try:
@@ -125,7 +126,6 @@ class StepResult:
     applied: int = 0
     skipped: int = 0
     last_event_id: int | None = None
-    source_event_id: int | None = None
     bootstrapped: bool = False
     resynced: bool = False
     data: SyncResult = field(default_factory=SyncResult)
@@ -216,6 +216,7 @@ class PolicyRunner:
         self._copy_task: Any = None
         self._copied_bytes = 0
         self._rules_checked = False
+        self._lease_renew_at = 0.0  # time.monotonic() after which the lease is renewed
         self.state = store.ensure(policy.name, policy.source, policy.target)
 
     def _client(self, zone: str, uri: str) -> MetastoreClient:
@@ -252,24 +253,13 @@ class PolicyRunner:
                 self._copied_bytes += n
                 progress.update(self._copy_task, completed=self._copied_bytes // 2**20)
 
-    def _count_sync(self, result: SyncResult) -> None:
-        if self.metrics is not None and result.copied:
-            self.metrics.files_copied.labels(self.name).inc(result.copied)
-
     def _sync(self, source_location: str | None, into: SyncResult | None = None) -> None:
         """Sync the data directory ``source_location`` to its relocated target location."""
-        if self.mover is None or not source_location:
-            return
-        target_location = self.relocate(source_location)
-        assert target_location is not None
-        self.store.update(self.name, copying=target_location)
-        result = self.mover.sync(source_location, target_location)
-        self._count_sync(result)
-        if into is not None:
-            into.add(result)
+        self._sync_all([source_location], into)
 
     def _sync_all(self, source_locations: list[str | None], into: SyncResult | None = None) -> None:
-        """:meth:`_sync` of several directories, their copies in one batch."""
+        """Sync several data directories to their relocated target locations, their copies in
+        one batch (the store's ``copying`` says which)."""
         if self.mover is None:
             return
         pairs = []
@@ -284,26 +274,25 @@ class PolicyRunner:
             self.name, copying=pairs[0][1] if len(pairs) == 1 else f"{pairs[0][1]} and {len(pairs) - 1} more"
         )
         result = self.mover.sync_many(pairs)
-        self._count_sync(result)
+        if self.metrics is not None and result.copied:
+            self.metrics.files_copied.labels(self.name).inc(result.copied)
         if into is not None:
             into.add(result)
-
-    def _remove(self, source_location: str | None) -> None:
-        if self.mover is None or not source_location:
-            return
-        target_location = self.relocate(source_location)
-        if target_location:
-            self.mover.remove(target_location)
 
     def current_event_id(self) -> int:
         """The source's current notification event id."""
         return int(self.source.current_notification_event_id())
 
     def _lease(self) -> None:
+        """Hold the policy's lease: renewed in the store once half of it has run out (not on every
+        poll). Raises ReplicationError naming the holder when another process runs the policy."""
+        if time.monotonic() < self._lease_renew_at:
+            return
         if not self.store.acquire(self.name, self.owner, LEASE_MS):
             st = self.store.get(self.name)
             holder = st.lease_owner if st else "?"
             raise ReplicationError(f"policy {self.name} is being run by {holder}; not starting a second copy")
+        self._lease_renew_at = time.monotonic() + LEASE_MS / 2000
 
     # ------------------------------------------------------------------ bootstrap
     def _source_tables(self, db: str) -> list[str]:
@@ -896,10 +885,6 @@ class PolicyRunner:
                 f"{db}.{table}" if table else db,
             )
 
-    def pending_bootstraps(self) -> int:
-        """Background bootstraps still running."""
-        return sum(1 for f in self._bootstraps.values() if not f.done())
-
     # ------------------------------------------------------------------ steps
     def step(self, until: int | None = None) -> StepResult:
         """One pass: bootstrap or resync when needed, then apply up to one batch of events (never
@@ -972,8 +957,6 @@ class PolicyRunner:
             self._apply_run(run, out)
         if out.last_event_id is not None:
             self.store.checkpoint(self.name, out.last_event_id, last_time, out.applied)
-            if self.store.get(self.name).copying is not None:  # type: ignore[union-attr]
-                self.store.update(self.name, copying=None)
         if self.metrics is not None:
             self.metrics.events_applied.labels(self.name).inc(out.applied)
             self.metrics.events_skipped.labels(self.name).inc(out.skipped)

@@ -97,11 +97,15 @@ class ReplicationService:
             self._threads.append(t)
         return self
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """Stop every policy after its current event and wait for the threads."""
+    def request_stop(self) -> None:
+        """Ask every policy to stop after its current event (safe in a signal handler)."""
         self._stop.set()
         for r in list(self._runners.values()):
             r.stop()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop every policy after its current event and wait for the threads."""
+        self.request_stop()
         for t in self._threads:
             t.join(timeout_s)
 

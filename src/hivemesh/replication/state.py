@@ -138,6 +138,7 @@ class PolicyState:
 
     @classmethod
     def from_row(cls, row: Any) -> PolicyState:
+        """The state in a ``HIVEMESH_REPL_POLICIES`` row (``RULES`` decoded from JSON)."""
         m = row._mapping
         return cls(
             policy=m["POLICY"],
@@ -240,7 +241,8 @@ class ReplicationStore(SqlStore):
 
     def checkpoint(self, policy: str, event_id: int, event_time: int | None, applied: int) -> None:
         """Record that every source event up to ``event_id`` is applied (``applied`` more events
-        than before); clears the last error and stamps the last success."""
+        than before) with their data; clears the last error and what was being copied, and stamps
+        the last success."""
         now = now_ms()
         with self.write() as conn:
             conn.execute(
@@ -251,6 +253,7 @@ class ReplicationStore(SqlStore):
                     EVENT_TIME=event_time,
                     EVENTS_APPLIED=POLICIES.c.EVENTS_APPLIED + applied,
                     LAST_ERROR=None,
+                    COPYING=None,
                     LAST_SUCCESS_MS=now,
                     UPDATED_MS=now,
                 )

@@ -27,9 +27,8 @@ __all__ = [
     "FileState",
     "checksum",
     "copy_file",
-    "copy_file_checksum",
+    "is_temporary",
     "list_tree",
-    "remove_temporaries",
     "sync_tree",
 ]
 
@@ -97,37 +96,8 @@ def copy_file(src_fs: pafs.FileSystem, src: str, dst_fs: pafs.FileSystem, dst: s
     return int(size or 0)
 
 
-def copy_file_checksum(
-    src_fs: pafs.FileSystem, src: str, dst_fs: pafs.FileSystem, dst: str
-) -> tuple[int, str]:
-    """As :func:`copy_file`, and the MD5 of the bytes copied: ``(bytes, 32 hex digits)``."""
-    copied = 0
-    digest = hashlib.md5(usedforsecurity=False)
-    with (
-        _staged(dst_fs, dst) as tmp,
-        src_fs.open_input_stream(src) as fin,
-        dst_fs.open_output_stream(tmp) as fout,
-    ):
-        while chunk := fin.read(CHUNK):
-            fout.write(chunk)
-            digest.update(chunk)
-            copied += len(chunk)
-    return copied, digest.hexdigest()
-
-
-def remove_temporaries(fs: pafs.FileSystem, root: str) -> int:
-    """Delete the hidden temporary copies below directory ``root`` (left by a copier killed
-    mid-copy; only call it when no copier works there); returns how many. Raises OSError."""
-    selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
-    removed = 0
-    for info in fs.get_file_info(selector):
-        if info.type == pafs.FileType.File and _is_temporary(info.base_name):
-            fs.delete_file(info.path)
-            removed += 1
-    return removed
-
-
-def _is_temporary(name: str) -> bool:
+def is_temporary(name: str) -> bool:
+    """Whether file name ``name`` is a hidden temporary copy (``.<name>.hivemesh-<random>.tmp``)."""
     return name.startswith(".") and ".hivemesh-" in name and name.endswith(".tmp")
 
 
@@ -137,7 +107,7 @@ def list_tree(fs: pafs.FileSystem, root: str) -> Iterator[FileState]:
     selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
     base = root.rstrip("/") + "/"
     for info in fs.get_file_info(selector):
-        if info.type != pafs.FileType.File or _is_temporary(info.base_name):
+        if info.type != pafs.FileType.File or is_temporary(info.base_name):
             continue
         yield FileState(info.path[len(base) :] if info.path.startswith(base) else info.base_name, info.size)
 
