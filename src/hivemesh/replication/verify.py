@@ -232,16 +232,19 @@ class _Verifier:
         self.out: list[Difference] = []
 
     def add(self, kind: str, obj: str, name: str, detail: str) -> None:
+        """Record one :class:`Difference` (extra objects only when drops are propagated; extra files always)."""
         if kind == "extra" and not self.report_extra and obj != "file":
             return
         self.out.append(Difference(kind, obj, name, detail))
 
     def status(self, text: str) -> None:
+        """Report what is being compared to the ``progress`` callback, if any."""
         if self.progress is not None:
             self.progress(text)
 
     # ------------------------------------------------------------------ databases
     def run(self) -> None:
+        """Compare every database of the policy's scope, then what each holds."""
         src_dbs = sorted(d for d in self.source.get_all_databases() if self.policy.matches_database(d))
         tgt_dbs = {d for d in self.target.get_all_databases() if self.policy.matches_database(d)}
         for name in sorted(tgt_dbs - set(src_dbs)):
@@ -254,6 +257,7 @@ class _Verifier:
             self.database(name)
 
     def database(self, name: str) -> None:
+        """Compare database ``name`` on both sides (it exists on both), then its functions and tables."""
         s, t = self.source.get_database(name), self.target.get_database(name)
         detail = _detail(
             [
@@ -279,6 +283,7 @@ class _Verifier:
 
     # ------------------------------------------------------------------ functions
     def functions(self, db: str) -> None:
+        """Compare the functions of database ``db``."""
         src = set(self.source.get_functions(db, "*") or [])
         tgt = set(self.target.get_functions(db, "*") or [])
         for fn in sorted(tgt - src):
@@ -301,6 +306,7 @@ class _Verifier:
 
     # ------------------------------------------------------------------ tables
     def table(self, db: str, name: str) -> None:
+        """Compare table ``db.name`` (present on both sides): metadata, column statistics, then its partitions or files."""
         qualified = f"{db}.{name}"
         self.status(f"table {qualified}")
         s, t = self.source.get_table(db, name), self.target.get_table(db, name)
@@ -326,6 +332,7 @@ class _Verifier:
             self.files(qualified, s.sd and s.sd.location, t.sd and t.sd.location)
 
     def column_statistics(self, db: str, name: str, s: Any, t: Any) -> None:
+        """Compare the table-level column statistics of ``db.name`` (``s``/``t``: the source's and target's Table)."""
         src, tgt = self._stats(self.source, db, name, s), self._stats(self.target, db, name, t)
         for col in sorted(set(tgt) - set(src)):
             self.add("extra", "column_statistics", f"{db}.{name}.{col}", "absent at the source")
@@ -355,6 +362,7 @@ class _Verifier:
 
     # ------------------------------------------------------------------ partitions
     def partitions(self, db: str, name: str, table: Any) -> None:
+        """Compare the partitions of ``db.name`` by name, then each pair, in pages of 500."""
         qualified = f"{db}.{name}"
         keys = [k.name for k in table.partitionKeys]
         src_names = list(self.source.get_partition_names(db, name, -1) or [])
@@ -385,6 +393,7 @@ class _Verifier:
             self.status(f"table {qualified}: {done}/{len(src_names)} partitions")
 
     def partition(self, name: str, s: Any, t: Any) -> None:
+        """Compare one partition present on both sides (``name``: ``db.table/partition name``), then its files."""
         detail = _detail(
             [
                 *_sd_pairs(s.sd, t.sd, self.relocate),
