@@ -83,6 +83,10 @@ class _SocketTransport(TTransport.TTransportBase, TTransport.CReadableTransport)
     accumulated in a ``bytearray`` instead of by repeated ``bytes +=`` (quadratic: ~10 s of CPU for
     100 MB, slowing every other connection). Memory is only taken as bytes arrive, never for a
     length a client merely claims. Socket errors become ``TTransportException``.
+
+    While :meth:`hold` is in effect, :meth:`flush` keeps the reply buffered; :meth:`release` sends
+    it. The server holds each call's reply until the call's metrics and audit line are recorded, so
+    a client that has its answer also finds its call counted on ``/metrics``.
     """
 
     def __init__(self, sock: socket.socket, rbuf_size: int = 64 * 1024):
@@ -90,6 +94,17 @@ class _SocketTransport(TTransport.TTransportBase, TTransport.CReadableTransport)
         self._rbuf = BytesIO(b"")
         self._wbuf = BytesIO()
         self._rbuf_size = rbuf_size
+        self._held = False
+
+    def hold(self) -> None:
+        """Keep flushed bytes buffered until :meth:`release`."""
+        self._held = True
+
+    def release(self) -> None:
+        """End :meth:`hold` and send whatever was flushed meanwhile."""
+        self._held = False
+        if self._wbuf.tell():
+            self.flush()
 
     def isOpen(self) -> bool:  # noqa: N802 - Thrift API name
         """Thrift transport API: True until closed."""
@@ -146,7 +161,9 @@ class _SocketTransport(TTransport.TTransportBase, TTransport.CReadableTransport)
         self._wbuf.write(buf)
 
     def flush(self) -> None:
-        """Thrift transport API: send the buffered bytes."""
+        """Thrift transport API: send the buffered bytes (kept until :meth:`release` while held)."""
+        if self._held:
+            return
         out = self._wbuf.getvalue()
         self._wbuf = BytesIO()
         try:
@@ -257,7 +274,8 @@ class ThriftServer:
             self._clients.add(client)
             self.active_connections += 1
         _local.state = ConnectionState(peer=f"{addr[0]}:{addr[1]}")
-        trans: Any = _SocketTransport(client)
+        sock = _SocketTransport(client)
+        trans: Any = sock
         if self.framed:
             frame_limit = min(self.max_message_bytes, TTransport.HARD_MAX_FRAME_SIZE)
             trans = TTransport.TFramedTransport(trans, max_frame_size=frame_limit)
@@ -265,7 +283,11 @@ class ThriftServer:
         oprot = self._proto.getProtocol(trans)
         try:
             while not self._stopping.is_set():
-                self.processor.process(iprot, oprot)
+                sock.hold()
+                try:
+                    self.processor.process(iprot, oprot)
+                finally:
+                    sock.release()  # the reply goes out after the call's metrics are recorded
         except TTransport.TTransportException:
             pass  # client closed the connection
         except Exception as e:  # bad bytes, protocol errors: end this connection only
