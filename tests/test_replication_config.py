@@ -43,7 +43,7 @@ replication:
       databases: ["sales", "fin_.*"]
       tables: {Sales: ["orders", "line.*"]}
       format: Delta
-      data: metadata-only
+      data: Copy
       paths: {"hdfs://nn:8020/warehouse": "s3a://lake/warehouse"}
       propagate_drops: false
 """,
@@ -51,7 +51,7 @@ replication:
     )
     cfg = load_replication_config(path)
     p = cfg.replication.policy("sales-to-cloud")
-    assert (p.format, p.data, p.propagate_drops) == (TargetFormat.DELTA, DataMode.METADATA_ONLY, False)
+    assert (p.format, p.data, p.propagate_drops) == (TargetFormat.DELTA, DataMode.COPY, False)
     assert p.paths == {"hdfs://nn:8020/warehouse": "s3a://lake/warehouse"}
     assert cfg.zones["cloud"].warehouse == "s3a://lake/warehouse"
     # databases by regex (full match, any case); tables only where listed for that database
@@ -166,13 +166,17 @@ def test_runtime_settings_s3_options_and_store_url_are_checked() -> None:
     assert "replication.rescan_interval_s:" in text and "replication.poll_interval_s:" in text
 
 
-def test_delta_targets_are_refused_when_a_policy_runs(tmp_path: Path) -> None:
+def test_delta_policies_need_data_and_their_own_runner(tmp_path: Path) -> None:
     from hivemesh.replication.runner import PolicyRunner, ReplicationError
     from hivemesh.replication.state import ReplicationStore
 
+    with pytest.raises(ConfigError, match=r"policies\[0\]\.data: metadata_only cannot make Delta tables"):
+        parse_replication_config(
+            {"zones": ZONES, "replication": {"policies": [_policy(format="delta", data="metadata_only")]}}
+        )
     cfg = parse_replication_config({"zones": ZONES, "replication": {"policies": [_policy(format="delta")]}})
     store = ReplicationStore(f"sqlite:///{tmp_path / 'r.db'}")
-    with pytest.raises(ReplicationError, match="format delta is not supported yet"):
+    with pytest.raises(ReplicationError, match="runs through hivemesh.replication.service.make_runner"):
         PolicyRunner(cfg, cfg.replication.policies[0], store, "me")
     assert store.get("sales-to-cloud") is None  # nothing recorded for it
     store.dispose()

@@ -180,8 +180,8 @@ def verify(config_path: str, names: tuple[str, ...], repair: bool, no_data: bool
     """Compare each target with its source (databases, tables, partitions, schemas, parameters
     apart from location/time/stats bookkeeping, functions, column statistics, and every data file
     by size and MD5). Exit 0 when equal, 1 with the differences listed."""
-    from hivemesh.replication.runner import PolicyRunner, record_failure
-    from hivemesh.replication.service import selected
+    from hivemesh.replication.runner import record_failure
+    from hivemesh.replication.service import make_runner, selected
     from hivemesh.replication.state import lease_owner
     from hivemesh.replication.verify import compare, to_json
 
@@ -191,7 +191,7 @@ def verify(config_path: str, names: tuple[str, ...], repair: bool, no_data: bool
     unequal = False
     console = Console(stderr=True)
     for policy in selected(cfg, names):
-        runner = PolicyRunner(cfg, policy, store, lease_owner())
+        runner = make_runner(cfg, policy, store, lease_owner())
         try:
             if repair:
                 with _progress(console) as progress:
@@ -202,15 +202,18 @@ def verify(config_path: str, names: tuple[str, ...], repair: bool, no_data: bool
                         raise click.ClickException(
                             f"policy {policy.name}: repair failed: {record_failure(store, policy.name, e)}"
                         ) from e
-            diffs = compare(  # through ThriftCalls: Hive 4.2 peers lack get_table, see there
-                runner.source_calls,
-                runner.target_calls,
-                policy,
-                runner.relocate,
-                runner.source_storage,
-                runner.target_storage,
-                check_data=not no_data,
-            )
+            if hasattr(runner, "compare"):  # a Delta policy: replicas compared with their sources
+                diffs = runner.compare(check_data=not no_data)
+            else:
+                diffs = compare(  # through ThriftCalls: Hive 4.2 peers lack get_table, see there
+                    runner.source_calls,
+                    runner.target_calls,
+                    policy,
+                    runner.relocate,
+                    runner.source_storage,
+                    runner.target_storage,
+                    check_data=not no_data,
+                )
         finally:
             runner.close()
         report[policy.name] = to_json(diffs)

@@ -235,7 +235,7 @@ def _literal(pattern: str) -> str | None:
 
 def _cross_checks(cfg: ReplicationFile) -> list[str]:
     """Problems between keys: unknown zones, duplicate names, a zone replicated to itself, the same
-    database replicated both ways, path mappings of the wrong zone."""
+    database replicated both ways, path mappings of the wrong zone, Delta without data."""
     problems: list[str] = []
     seen: dict[str, int] = {}
     for i, p in enumerate(cfg.replication.policies):
@@ -250,6 +250,10 @@ def _cross_checks(cfg: ReplicationFile) -> list[str]:
                 problems.append(f"{key}.{side}: unknown zone {zone!r} (known: {known})")
         if p.source == p.target:
             problems.append(f"{key}.target: the same zone as its source ({p.source!r})")
+        if p.format == TargetFormat.DELTA and p.data == DataMode.METADATA_ONLY:
+            problems.append(
+                f"{key}.data: metadata_only cannot make Delta tables (their data is converted); use copy"
+            )
     policies = cfg.replication.policies
     for i, a in enumerate(policies):
         for j in range(i + 1, len(policies)):

@@ -179,7 +179,8 @@ class PolicyRunner:
         rc = config.replication
         if policy.format != TargetFormat.HIVE:
             raise ReplicationError(
-                f"policy {policy.name}: format {policy.format.value} is not supported yet (only hive)"
+                f"policy {policy.name}: format {policy.format.value} runs through "
+                "hivemesh.replication.service.make_runner (DeltaPolicyRunner), not PolicyRunner"
             )
         self.source_zone = config.zones[policy.source]
         self.target_zone = config.zones[policy.target]

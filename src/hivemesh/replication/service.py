@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hivemesh.replication.config import ReplicationFile
+from hivemesh.replication.config import PolicyConfig, ReplicationFile, TargetFormat
 from hivemesh.replication.metrics import ReplicationMetrics
 from hivemesh.replication.runner import PolicyRunner, record_failure, since_ms
 from hivemesh.replication.state import ReplicationStore, lease_owner
@@ -22,6 +22,20 @@ from hivemesh.replication.state import ReplicationStore, lease_owner
 __all__ = ["PolicyStatus", "ReplicationService", "run_once", "selected", "status"]
 
 log = logging.getLogger(__name__)
+
+
+def make_runner(
+    config: ReplicationFile, policy: PolicyConfig, store: ReplicationStore, owner: str, **kw: Any
+) -> Any:
+    """The runner of ``policy``: a :class:`PolicyRunner` for ``format: hive``, a
+    :class:`~hivemesh.replication.delta.runner.DeltaPolicyRunner` for ``format: delta``."""
+    if policy.format == TargetFormat.DELTA:
+        from hivemesh.replication.delta.runner import DeltaPolicyRunner
+
+        return DeltaPolicyRunner(config, policy, store, owner, **kw)
+    return PolicyRunner(config, policy, store, owner, **kw)
+
+
 MAX_BACKOFF_S = 60.0
 
 
@@ -46,7 +60,7 @@ def run_once(
     for policy in selected(config, names):
         runner = None
         try:
-            runner = PolicyRunner(config, policy, store, owner, metrics=metrics, progress=progress)
+            runner = make_runner(config, policy, store, owner, metrics=metrics, progress=progress)
             applied = 0
             for res in runner.run_once():
                 applied += res.applied
@@ -85,7 +99,7 @@ class ReplicationService:
         self.owner = lease_owner()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._runners: dict[str, PolicyRunner] = {}
+        self._runners: dict[str, Any] = {}
 
     def start(self) -> ReplicationService:
         """Start one thread per policy."""
@@ -117,14 +131,14 @@ class ReplicationService:
     def _loop(self, policy: Any) -> None:
         backoff = 1.0
         interval = self.config.replication.poll_interval_s
-        runner: PolicyRunner | None = None
+        runner: Any = None
         last_lag = 0.0
         rescan_every = self.config.replication.rescan_interval_s
         last_rescan = time.monotonic()
         while not self._stop.is_set():
             try:
                 if runner is None:
-                    runner = PolicyRunner(self.config, policy, self.store, self.owner, metrics=self.metrics)
+                    runner = make_runner(self.config, policy, self.store, self.owner, metrics=self.metrics)
                     self._runners[policy.name] = runner
                 res = runner.step()
                 if rescan_every is not None and time.monotonic() - last_rescan >= rescan_every:

@@ -1,0 +1,286 @@
+"""One Delta Lake replica of one Hive table: created, evolved and synced through delta-rs.
+
+:meth:`DeltaReplica.sync` makes the replica's rows for some partitions (or all) equal to the
+source's: it lists the source files as units (:mod:`hivemesh.replication.delta.files`), writes a
+Parquet file for each unit the replica lacks, and commits the adds and the removes of the units
+the source no longer has in **one** Delta commit (delta-rs's commit protocol: the commit is the
+atomic put of the next ``_delta_log`` entry). The commit carries ``commitInfo`` entries
+``hivemesh.source`` (``db.table``), ``hivemesh.eventId`` and, for ACID tables,
+``hivemesh.writeId``, plus a Delta ``txn`` action (``appId`` ``hivemesh:<policy>:<db.table>``,
+``version`` = the source write id for ACID tables, else the event id), so ``DESCRIBE HISTORY``
+says which Hive snapshot each Delta version is and a restart never commits one twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from hivemesh.replication.delta.files import FileLayout, Unit, read_unit, unit_key_of, write_unit
+from hivemesh.replication.delta.schema import SchemaChange, plan_schema_change
+
+__all__ = ["DeltaReplica", "PartitionSource", "ReplicaSync", "partition_directory"]
+
+log = logging.getLogger("hivemesh.replication.delta")
+
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_SAFE_DIR = re.compile(r"^[A-Za-z0-9_.=:-]+$")
+
+
+def partition_directory(keys: Sequence[str], values: Sequence[str | None]) -> str:
+    """The replica directory of a partition: ``k1=v1/k2=v2`` when every value is plain
+    (letters, digits, ``_.:-``), else ``k1=v1/_hm_<hash>`` so that no value needs escaping in
+    the Delta log's file URIs (readers take partition values from the log, not the path)."""
+    import hashlib
+
+    parts = []
+    for k, v in zip(keys, values, strict=True):
+        part = f"{k}={HIVE_DEFAULT_PARTITION if v is None else v}"
+        if not _SAFE_DIR.match(part):
+            rest = "/".join(f"{k}={v}" for k, v in zip(keys, values, strict=True))
+            parts.append("_hm_" + hashlib.sha1(rest.encode()).hexdigest()[:12])
+            break
+        parts.append(part)
+    return "/".join(parts)
+
+
+@dataclass
+class PartitionSource:
+    """What a sync reads for one partition (or the whole unpartitioned table): its partition
+    ``values`` (None for a NULL partition value; empty for an unpartitioned table) and its
+    ``units``; ``units`` None means the partition is gone at the source (its replica files are
+    removed)."""
+
+    values: tuple[str | None, ...]
+    units: list[Unit] | None
+
+
+@dataclass
+class ReplicaSync:
+    """What one sync did: Delta ``version`` committed (None: nothing to commit), files
+    ``added``/``removed``/``kept``, ``rows_written``, ``bytes_written``, and ``rewritten``
+    (the schema change needed every file written again, with ``reason``)."""
+
+    version: int | None = None
+    added: int = 0
+    removed: int = 0
+    kept: int = 0
+    rows_written: int = 0
+    bytes_written: int = 0
+    rewritten: bool = False
+    reason: str = ""
+    schema_change: SchemaChange = field(default_factory=SchemaChange)
+
+
+class DeltaReplica:
+    """The Delta table at ``uri`` (``storage_options``: delta-rs's object-store options), whose
+    files are written through ``fs`` at ``root`` (the same place as a pyarrow path)."""
+
+    def __init__(
+        self,
+        uri: str,
+        fs: pafs.FileSystem,
+        root: str,
+        storage_options: dict[str, str] | None = None,
+        threads: int = 4,
+    ):
+        self.uri = uri
+        self.fs = fs
+        self.root = root.rstrip("/")
+        self.storage_options = storage_options or None
+        self.threads = max(1, threads)
+
+    # ------------------------------------------------------------------ table
+    def exists(self) -> bool:
+        """True when a Delta table is at the location."""
+        from deltalake import DeltaTable
+
+        return bool(DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options))
+
+    def table(self) -> Any:
+        """The current ``deltalake.DeltaTable``."""
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.uri, storage_options=self.storage_options)
+
+    def create(
+        self, schema: pa.Schema, partition_by: Sequence[str], name: str, description: str | None
+    ) -> None:
+        """Create the empty table (version 0) with ``schema``; nothing when one exists."""
+        from deltalake import DeltaTable
+
+        DeltaTable.create(
+            self.uri,
+            schema,
+            mode="ignore",
+            partition_by=list(partition_by) or None,
+            name=name,
+            description=description,
+            storage_options=self.storage_options,
+        )
+
+    def schema(self) -> pa.Schema:
+        """The replica's current schema (Arrow)."""
+        return pa.schema(self.table().schema().to_arrow())
+
+    def partition_columns(self) -> list[str]:
+        """The replica's partition columns."""
+        return list(self.table().metadata().partition_columns)
+
+    def applied_version(self, app_id: str) -> int | None:
+        """The last ``txn`` version Delta recorded for ``app_id`` (None: never)."""
+        return self.table().transaction_version(app_id)
+
+    def delete(self) -> None:
+        """Delete the replica's directory (log and data)."""
+        try:
+            self.fs.delete_dir(self.root)
+        except FileNotFoundError:
+            pass
+
+    # ------------------------------------------------------------------ files
+    def files(self, partition_by: Sequence[str]) -> dict[tuple[str | None, ...], dict[str, tuple[str, int]]]:
+        """The replica's live files by partition values then unit key: ``{values: {key: (path,
+        size)}}``; a file hivemesh did not write gets the key ``?<path>`` (removed by a sync)."""
+        actions = pa.table(self.table().get_add_actions(flatten=True))
+        out: dict[tuple[str | None, ...], dict[str, tuple[str, int]]] = {}
+        if not actions.num_rows:
+            return out
+        paths = actions["path"].to_pylist()
+        sizes = actions["size_bytes"].to_pylist()
+        parts = [actions[f"partition.{k}"].cast(pa.string()).to_pylist() for k in partition_by]
+        for i, path in enumerate(paths):
+            values = tuple(p[i] for p in parts)
+            key = unit_key_of(path) or f"?{path}"
+            out.setdefault(values, {})[key] = (path, sizes[i])
+        return out
+
+    # ------------------------------------------------------------------ sync
+    def sync(
+        self,
+        wanted: pa.Schema,
+        partition_by: Sequence[str],
+        layout: FileLayout,
+        sources: Iterable[PartitionSource],
+        resolve: Callable[[str], tuple[pafs.FileSystem, str]],
+        *,
+        complete: bool = False,
+        metadata: dict[str, str] | None = None,
+        app_id: str | None = None,
+        app_version: int | None = None,
+    ) -> ReplicaSync:
+        """Make the replica's rows of the partitions in ``sources`` equal to the source's, with
+        ``wanted`` as its schema, in one Delta commit (see the module docstring).
+
+        ``complete``: ``sources`` lists every partition the source has, so replica partitions
+        not in it are removed. ``resolve``: a source location -> ``(file system, path)``.
+        ``metadata``: extra ``commitInfo`` entries. ``app_id``/``app_version``: the Delta
+        ``txn`` recorded with the commit; a version not above the recorded one commits nothing
+        (the change is already in the replica). Raises what reading the source or delta-rs
+        raises; the replica is then unchanged."""
+        from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
+
+        out = ReplicaSync()
+        if app_id is not None and app_version is not None:
+            done = self.applied_version(app_id)
+            if done is not None and app_version <= done:
+                log.info(
+                    "%s: version %d of %s already committed; nothing to do", self.uri, app_version, app_id
+                )
+                return out
+        change = plan_schema_change(self.schema(), wanted, partition_by)
+        out.schema_change = change
+        if change.rewrite and not complete:
+            raise ValueError(
+                f"{self.uri}: {change.reason}: the replica must be written again; sync every partition"
+            )
+        if change.rewrite:
+            out.rewritten, out.reason = True, change.reason
+        elif change.added or change.comments:
+            self._evolve(change)
+        current = self.files(partition_by)
+        sources = list(sources)
+        seen: set[tuple[str | None, ...]] = set()
+        todo: list[tuple[Unit, dict[str, str | None], str]] = []
+        removes: list[tuple[str, int, dict[str, str | None]]] = []
+        for src in sources:
+            seen.add(src.values)
+            pv = dict(zip(partition_by, src.values, strict=True))
+            have = current.get(src.values, {})
+            want = {u.key: u for u in (src.units or [])}
+            for key, (path, size) in have.items():
+                if out.rewritten or key not in want:
+                    removes.append((path, size, pv))
+                else:
+                    out.kept += 1
+            directory = partition_directory(partition_by, src.values) if partition_by else ""
+            for key, unit in want.items():
+                if out.rewritten or key not in have:
+                    todo.append((unit, pv, directory))
+        for values, have in current.items():
+            if values in seen or not (complete or out.rewritten):
+                continue
+            pv = dict(zip(partition_by, values, strict=True))
+            removes.extend((path, size, pv) for path, size in have.values())
+        if not todo and not removes and not out.rewritten:
+            return out
+
+        def convert(
+            item: tuple[Unit, dict[str, str | None], str],
+        ) -> tuple[Any, dict[str, str | None]] | None:
+            unit, pv, directory = item
+            fs, root = resolve(unit.location)
+            return write_unit(read_unit(unit, layout, fs, root), self.fs, self.root, directory, unit.key), pv
+
+        actions: list[Any] = []
+        with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="delta-convert") as pool:
+            for res in pool.map(convert, todo):
+                if res is None or res[0] is None:
+                    continue
+                written, pv = res
+                actions.append(
+                    AddAction(written.path, written.size, pv, written.mtime_ms, True, written.stats)
+                )
+                out.added += 1
+                out.rows_written += written.rows
+                out.bytes_written += written.size
+        now = int(time.time() * 1000)
+        if not out.rewritten:
+            for path, size, pv in removes:
+                actions.append(RemoveAction(path, True, now, size, pv))
+        out.removed = len(removes)
+        if not actions and not out.rewritten:
+            return out
+        props = CommitProperties(
+            custom_metadata=dict(metadata or {}),
+            app_transactions=[Transaction(app_id, app_version)]
+            if app_id and app_version is not None
+            else None,
+        )
+        self.table().create_write_transaction(
+            actions,
+            "overwrite" if out.rewritten else "append",
+            wanted,
+            partition_by=list(partition_by) or None,
+            commit_properties=props,
+        )
+        out.version = self.table().version()
+        return out
+
+    def _evolve(self, change: SchemaChange) -> None:
+        """Apply added columns and comment changes as Delta metadata commits."""
+        from deltalake.schema import Field
+
+        table = self.table()
+        if change.added:
+            table.alter.add_columns([Field.from_arrow(f) for f in change.added])
+        for name, comment in change.comments.items():
+            self.table().alter.set_column_metadata(name, {"comment": comment})

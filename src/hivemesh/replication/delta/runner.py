@@ -1,0 +1,831 @@
+"""Running a ``format: delta`` policy: Hive tables of the source zone kept as Delta Lake tables.
+
+A :class:`DeltaPolicyRunner` has the interface of :class:`~hivemesh.replication.runner.PolicyRunner`
+(``step``, ``run_once``, ``rescan``, ``resync``, ``lag``, ``close``) and keeps, for every source
+table in scope (views excepted), a Delta table at the relocated location, registered in the target
+metastore the way Spark's Delta catalog registers one (external table, provider ``delta``, the
+schema in the Delta log):
+
+1. **Bootstrap** (and resync, rescan): the source's current event id is recorded, then every table
+   is synced as the source has it now (:meth:`DeltaReplica.sync` with every partition; ACID tables
+   at the source's current snapshot) and replicas of tables gone from the source are dropped
+   (``propagate_drops``). The checkpoint becomes the recorded id.
+2. **Events**: data changes of plain tables (CREATE_TABLE, ALTER_TABLE, ADD/ALTER/DROP_PARTITION,
+   INSERT) mark the table or its partitions dirty; dirty tables are synced at the end of each batch
+   (one Delta commit per table per batch) and before anything that needs them current. Each
+   committed txn that wrote an ACID table becomes one Delta commit of that table at the txn's
+   write id (the snapshot a reader would have had right after the commit: later write ids and the
+   txns still open then are excluded), tagged with ``hivemesh.writeId``. DROP_TABLE drops the
+   replica (its files too when the source table owned its data); a rename drops the old replica
+   and builds the new one. Schema changes follow (see :mod:`hivemesh.replication.delta.schema`).
+
+A restart repeats the batch after the checkpoint: syncs compare the replica's files with the
+source's, so a repeated one commits nothing, and an ACID commit whose write id Delta already
+recorded (its ``txn`` action) is skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from hive_metastore.ttypes import (
+    AlreadyExistsException,
+    FieldSchema,
+    NoSuchObjectException,
+    NotificationEvent,
+    NotificationEventRequest,
+    SerDeInfo,
+    StorageDescriptor,
+    Table,
+)
+
+from hivemesh.acid.arrow_reader import HIVE_TEXT_DELIMITER, list_location
+from hivemesh.acid.tables import is_insert_only, is_transactional, table_file_format
+from hivemesh.client.metastore import MetastoreClient
+from hivemesh.hive import event_messages as ev
+from hivemesh.hive.txn_lists import LONG_MAX, ValidTxnList, ValidWriteIdList
+from hivemesh.metastore.replay import Replayer, relocator_for
+from hivemesh.replication.config import PolicyConfig, ReplicationFile, ZoneConfig
+from hivemesh.replication.data import SyncResult, ZoneStorage
+from hivemesh.replication.delta.files import FileLayout, acid_units, plain_units
+from hivemesh.replication.delta.replica import DeltaReplica, PartitionSource, ReplicaSync
+from hivemesh.replication.delta.schema import UnsupportedSchemaError, arrow_type, delta_schema
+from hivemesh.replication.runner import LEASE_MS, PAGE, VIEW_TYPES, ReplicationError, StepResult, ThriftCalls
+from hivemesh.replication.scope import Scope, event_object
+from hivemesh.replication.state import ReplicationStore
+
+__all__ = ["DeltaPolicyRunner", "delta_storage_options", "replica_table"]
+
+log = logging.getLogger("hivemesh.replication.delta")
+
+ALL = None  # every partition of a dirty table
+PROVIDER = "spark.sql.sources.provider"
+SOURCE_KEY = "hivemesh.replica.source"
+
+
+def delta_storage_options(zone: ZoneConfig) -> dict[str, str]:
+    """delta-rs object-store options of a zone's S3 settings (``AWS_ENDPOINT_URL``, keys, region;
+    ``AWS_ALLOW_HTTP`` for an ``http`` endpoint; conditional puts for safe commits)."""
+    s3 = zone.s3
+    out: dict[str, str] = {}
+    if s3.endpoint_override:
+        url = s3.endpoint_override
+        if "://" not in url:
+            url = f"{s3.scheme or 'https'}://{url}"
+        out["AWS_ENDPOINT_URL"] = url
+        if url.startswith("http://"):
+            out["AWS_ALLOW_HTTP"] = "true"
+    for key, opt in (("AWS_ACCESS_KEY_ID", s3.access_key), ("AWS_SECRET_ACCESS_KEY", s3.secret_key),
+                     ("AWS_SESSION_TOKEN", s3.session_token), ("AWS_REGION", s3.region)):  # fmt: skip
+        if opt:
+            out[key] = opt
+    if out:
+        out["conditional_put"] = "etag"
+    return out
+
+
+def _delta_uri(location: str) -> str:
+    """The URI delta-rs opens for a metastore location (``file:`` -> a path, ``s3a://`` ->
+    ``s3://``)."""
+    if location.startswith("file:"):
+        from hivemesh.storage import local_path
+
+        return local_path(location)
+    for scheme in ("s3a://", "s3n://"):
+        if location.startswith(scheme):
+            return "s3://" + location[len(scheme) :]
+    return location
+
+
+def replica_table(source: Table, location: str) -> Table:
+    """The target metastore's entry of the Delta replica of ``source`` at ``location``, as Spark's
+    Delta catalog writes one: an external table, provider ``delta``, a placeholder column (the
+    schema lives in the Delta log), the location also as the SerDe's ``path``."""
+    params = {
+        "EXTERNAL": "TRUE",
+        PROVIDER: "delta",
+        "spark.sql.partitionProvider": "catalog",
+        "spark.sql.sources.schema": '{"type":"struct","fields":[]}',
+        SOURCE_KEY: f"{source.dbName}.{source.tableName}",
+    }
+    if (source.parameters or {}).get("comment"):
+        params["comment"] = source.parameters["comment"]
+    sd = StorageDescriptor(
+        cols=[FieldSchema("col", "array<string>", "from deserializer")],
+        location=location,
+        inputFormat="org.apache.hadoop.mapred.SequenceFileInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.HiveSequenceFileOutputFormat",
+        compressed=False,
+        numBuckets=-1,
+        serdeInfo=SerDeInfo(
+            serializationLib="org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+            parameters={"path": location, "serialization.format": "1"},
+        ),
+        bucketCols=[],
+        sortCols=[],
+        parameters={},
+    )
+    return Table(
+        tableName=source.tableName,
+        dbName=source.dbName,
+        owner=source.owner,
+        createTime=source.createTime,
+        lastAccessTime=0,
+        retention=0,
+        sd=sd,
+        partitionKeys=[],
+        parameters=params,
+        tableType="EXTERNAL_TABLE",
+    )
+
+
+def _is_view(table: Table) -> bool:
+    return (table.tableType or "").upper() in VIEW_TYPES
+
+
+def _owns_data(table: Table) -> bool:
+    params = table.parameters or {}
+    return (table.tableType or "").upper() == "MANAGED_TABLE" or params.get(
+        "external.table.purge", ""
+    ).lower() == "true"
+
+
+def _layout(table: Table) -> FileLayout:
+    """How the source table's files are read (UnsupportedSchemaError for a type Delta lacks,
+    ValueError for a storage format not read yet)."""
+    columns = tuple((c.name.lower(), c.type) for c in table.sd.cols or [])
+    import pyarrow as pa
+
+    schema = pa.schema([pa.field(n, arrow_type(t)) for n, t in columns])
+    acid = None
+    if is_transactional(table):
+        acid = "insert_only" if is_insert_only(table) else "full"
+    fmt = table_file_format(table) if acid != "full" else "orc"
+    serde = table.sd.serdeInfo
+    params = (serde.parameters if serde is not None else None) or {}
+    delimiter = params.get("field.delim") or params.get("serialization.format") or HIVE_TEXT_DELIMITER
+    if delimiter.isdigit() and len(delimiter) <= 3:
+        delimiter = chr(int(delimiter))
+    return FileLayout(columns, schema, fmt, delimiter, acid)
+
+
+def _wanted_schema(table: Table) -> Any:
+    return delta_schema(
+        [(c.name, c.type, c.comment) for c in table.sd.cols or []],
+        [(c.name, c.type, c.comment) for c in table.partitionKeys or []],
+    )
+
+
+def _values(name: str) -> tuple[str | None, ...]:
+    """Partition values of a Hive partition name (``a=1/b=x``); the default partition is None."""
+    from hivemesh.hive.names import unescape_path_name
+
+    out: list[str | None] = []
+    for part in name.split("/"):
+        v = unescape_path_name(part.split("=", 1)[1])
+        out.append(None if v == "__HIVE_DEFAULT_PARTITION__" else v)
+    return tuple(out)
+
+
+@dataclass
+class _Write:
+    """An ACID write seen in the source's events: table ``db.name`` got write id ``write_id``."""
+
+    db: str
+    table: str
+    write_id: int
+
+
+class DeltaPolicyRunner:
+    """Runs ``policy`` (``format: delta``) of ``config`` with its state in ``store`` (see the
+    module docstring). Same constructor and interface as PolicyRunner. Raises ReplicationError
+    naming the peer when a metastore cannot be reached."""
+
+    def __init__(
+        self,
+        config: ReplicationFile,
+        policy: PolicyConfig,
+        store: ReplicationStore,
+        owner: str,
+        metrics: Any = None,
+        progress: Any = None,
+    ):
+        self.config = config
+        self.policy = policy
+        self.name = policy.name
+        self.store = store
+        self.owner = owner
+        self.metrics = metrics
+        self.progress = progress
+        rc = config.replication
+        self.source_zone = config.zones[policy.source]
+        self.target_zone = config.zones[policy.target]
+        opposite = [p for p in rc.policies if (p.source, p.target) == (policy.target, policy.source)]
+        self.scope = Scope(policy, opposite)
+        self.source = self._client(policy.source, self.source_zone.metastore)
+        self.target = self._client(policy.target, self.target_zone.metastore)
+        self.source_calls = ThriftCalls(self.source)
+        self.target_calls = ThriftCalls(self.target)
+        paths = policy.paths or {self.source_zone.warehouse: self.target_zone.warehouse}
+        self.relocate = relocator_for(paths)
+        self.replayer = Replayer(
+            self.target_calls, repl_policy=f"hivemesh.{policy.name}", relocate=self.relocate
+        )
+        self.source_storage = ZoneStorage(self.source_zone.s3)
+        self.target_storage = ZoneStorage(self.target_zone.s3)
+        self.storage_options = delta_storage_options(self.target_zone)
+        self.threads = rc.copy_threads
+        self._stopping = threading.Event()
+        self._lease_renew_at = 0.0
+        self._dirty: dict[tuple[str, str], set[str] | None] = {}
+        self._writes: dict[int, list[_Write]] = {}  # source txn -> its write ids (ALLOC_WRITE_ID)
+        self._open: set[int] = set()  # source txns opened in the events read so far, not ended
+        self._refused: set[tuple[str, str]] = set()
+        self.last_syncs: list[ReplicaSync] = []
+        self.state = store.ensure(policy.name, policy.source, policy.target)
+
+    def _client(self, zone: str, uri: str) -> MetastoreClient:
+        try:
+            return MetastoreClient(uri, timeout_s=self.config.replication.timeout_s, retries=3)
+        except Exception as e:
+            raise ReplicationError(
+                f"policy {self.policy.name}: zone {zone!r} metastore {uri} is unreachable: {e}"
+            ) from e
+
+    def close(self) -> None:
+        """Close connections and release the lease."""
+        self._stopping.set()
+        try:
+            self.store.release(self.name, self.owner)
+        except Exception as e:
+            log.warning("policy %s: could not release its lease: %s", self.name, e)
+        self.source.close()
+        self.target.close()
+
+    def stop(self) -> None:
+        """Ask a running step to stop after its current event."""
+        self._stopping.set()
+
+    def current_event_id(self) -> int:
+        """The source's current notification event id."""
+        return int(self.source.current_notification_event_id())
+
+    def _lease(self) -> None:
+        if time.monotonic() < self._lease_renew_at:
+            return
+        if not self.store.acquire(self.name, self.owner, LEASE_MS):
+            st = self.store.get(self.name)
+            raise ReplicationError(
+                f"policy {self.name} is being run by {st.lease_owner if st else '?'}; not starting a second copy"
+            )
+        self._lease_renew_at = time.monotonic() + LEASE_MS / 2000
+
+    # ------------------------------------------------------------------ replicas
+    def replica(self, table: Table) -> DeltaReplica:
+        """The Delta replica of source ``table`` (at its relocated location)."""
+        location = self.relocate(table.sd.location)
+        if not location:
+            raise ReplicationError(f"{table.dbName}.{table.tableName} has no location")
+        fs, root = self.target_storage.resolve(location)
+        return DeltaReplica(_delta_uri(location), fs, root, self.storage_options, threads=self.threads)
+
+    def _register(self, table: Table) -> None:
+        """Create (or update) the target metastore's entry of ``table``'s replica, and its
+        database when missing."""
+        location = self.relocate(table.sd.location)
+        assert location is not None
+        try:
+            self.target_calls.get_database(table.dbName)
+        except NoSuchObjectException:
+            self.replayer.put_database(self.source_calls.get_database(table.dbName))
+        entry = replica_table(table, location)
+        try:
+            self.target_calls.create_table(entry)
+        except AlreadyExistsException:
+            existing = self.target_calls.get_table(table.dbName, table.tableName)
+            if (existing.parameters or {}).get(PROVIDER) != "delta":
+                raise ReplicationError(
+                    f"policy {self.name}: {table.dbName}.{table.tableName} exists on the target as a "
+                    "table that is not a Delta table; not replacing it"
+                ) from None
+            if (
+                existing.sd.location.rstrip("/") != location.rstrip("/")
+                or existing.parameters != entry.parameters
+            ):
+                entry.parameters = {**(existing.parameters or {}), **entry.parameters}
+                self.target_calls.alter_table(table.dbName, table.tableName, entry)
+
+    def _snapshot(
+        self, table: Table, write_id: int | None = None, txn: int | None = None
+    ) -> tuple[ValidWriteIdList, ValidTxnList]:
+        """The write-id snapshot of an ACID ``table``: the source's current one, or the one a
+        reader had right after txn ``txn`` committed (its write id ``write_id``)."""
+        full = f"{table.dbName}.{table.tableName}"
+        vtl = self.source.valid_txn_list()
+        if txn is not None:
+            open_then = sorted({t for t in (*vtl.open_txns, *self._open) if t < txn and t != txn})
+            aborted = tuple(t for t in vtl.aborted_txns if t <= txn)
+            vtl = ValidTxnList(txn, min(open_then) if open_then else LONG_MAX, tuple(open_then), aborted)
+        w = self.source.valid_write_ids([full], vtl)[full]
+        if write_id is not None and w.high_watermark > write_id:
+            raise ReplicationError(
+                f"{full}: write id {write_id} snapshot has high watermark {w.high_watermark}"
+            )
+        return w, vtl
+
+    def _partition_sources(
+        self,
+        table: Table,
+        layout: FileLayout,
+        names: set[str] | None,
+        snapshot: tuple[ValidWriteIdList, ValidTxnList] | None,
+    ) -> tuple[list[PartitionSource], bool]:
+        """The partitions to sync (all when ``names`` is None, then ``complete``)."""
+
+        def units(location: str | None) -> list[Any]:
+            if not location:
+                return []
+            fs, root = self.source_storage.resolve(location)
+            if layout.acid is None:
+                return plain_units(location, fs, root)
+            assert snapshot is not None
+            return acid_units(location, list_location(root, fs), snapshot[0], snapshot[1], layout, fs)
+
+        if not table.partitionKeys:
+            return [PartitionSource((), units(table.sd.location))], True
+        db, name = table.dbName, table.tableName
+        if names is None:
+            all_names = list(self.source_calls.get_partition_names(db, name, -1) or [])
+            out = []
+            for i in range(0, len(all_names), PAGE):
+                for p in self.source_calls.get_partitions_by_names(db, name, all_names[i : i + PAGE]) or []:
+                    out.append(
+                        PartitionSource(
+                            tuple(None if v == "__HIVE_DEFAULT_PARTITION__" else v for v in p.values),
+                            units(p.sd.location),
+                        )
+                    )
+            return out, True
+        out = []
+        for pname in sorted(names):
+            try:
+                p = self.source_calls.get_partition_by_name(db, name, pname)
+                out.append(
+                    PartitionSource(
+                        tuple(None if v == "__HIVE_DEFAULT_PARTITION__" else v for v in p.values),
+                        units(p.sd.location),
+                    )
+                )
+            except NoSuchObjectException:
+                out.append(PartitionSource(_values(pname), None))
+        return out, False
+
+    def sync_table(
+        self,
+        db: str,
+        name: str,
+        partitions: set[str] | None = ALL,
+        *,
+        write_id: int | None = None,
+        txn: int | None = None,
+        event_id: int | None = None,
+    ) -> ReplicaSync | None:
+        """Make the replica of ``db.name`` equal to the source table (only ``partitions`` when
+        given; an ACID table at ``write_id``, committed by source txn ``txn``, else at the
+        current snapshot). Creates and registers the replica when missing. None when the source
+        table is gone, a view, or refused (a type Delta lacks, an unsupported format: logged)."""
+        try:
+            table = self.source_calls.get_table(db, name)
+        except NoSuchObjectException:
+            return None
+        if _is_view(table):
+            return None
+        try:
+            layout = _layout(table)
+            wanted = _wanted_schema(table)
+        except (UnsupportedSchemaError, ValueError) as e:
+            if (db, name) not in self._refused:
+                self._refused.add((db, name))
+                log.error("policy %s: %s.%s is not replicated as Delta: %s", self.name, db, name, e)
+            return None
+        replica = self.replica(table)
+        part_cols = [c.name.lower() for c in table.partitionKeys or []]
+        if not replica.exists():
+            replica.create(wanted, part_cols, name, (table.parameters or {}).get("comment"))
+            partitions = ALL
+        from hivemesh.replication.delta.schema import plan_schema_change
+
+        change = plan_schema_change(replica.schema(), wanted, part_cols)
+        if change.rewrite:
+            log.warning("policy %s: %s.%s: %s; the Delta replica is written again with the new schema",
+                        self.name, db, name, change.reason)  # fmt: skip
+            partitions = ALL
+        snapshot = None
+        app_version = event_id
+        meta = {"hivemesh.source": f"{db}.{name}", "hivemesh.policy": self.name}
+        if event_id is not None:
+            meta["hivemesh.eventId"] = str(event_id)
+        if layout.acid is not None:
+            snapshot = self._snapshot(table, write_id, txn)
+            app_version = snapshot[0].high_watermark
+            meta["hivemesh.writeId"] = str(app_version)
+            meta["hivemesh.validWriteIds"] = snapshot[0].to_string()
+        sources, complete = self._partition_sources(table, layout, partitions, snapshot)
+        result = replica.sync(
+            wanted, part_cols, layout, sources, self.source_storage.resolve, complete=complete,
+            metadata=meta, app_id=f"hivemesh:{self.name}:{db}.{name}", app_version=app_version,
+        )  # fmt: skip
+        self._register(table)
+        self.last_syncs.append(result)
+        if result.version is not None:
+            log.info("policy %s: %s.%s -> Delta version %d (+%d -%d files, %d rows)%s", self.name, db, name,
+                     result.version, result.added, result.removed, result.rows_written,
+                     f", write id {app_version}" if layout.acid else "")  # fmt: skip
+        return result
+
+    def drop_replica(self, db: str, name: str, source: Table | None) -> None:
+        """Unregister the replica of ``db.name`` and delete its files when the source table owned
+        its data (``source``: the dropped table, when known)."""
+        try:
+            entry = self.target_calls.get_table(db, name)
+        except NoSuchObjectException:
+            return
+        if (entry.parameters or {}).get(PROVIDER) != "delta":
+            return
+        self.target_calls.drop_table(db, name, False)
+        if source is None or _owns_data(source):
+            fs, root = self.target_storage.resolve(entry.sd.location)
+            DeltaReplica(_delta_uri(entry.sd.location), fs, root, self.storage_options).delete()
+        log.info("policy %s: dropped the Delta replica of %s.%s", self.name, db, name)
+
+    # ------------------------------------------------------------------ verify
+    def source_rows(self, table: Table) -> Any:
+        """The source table's rows now (ACID: at the current snapshot), partition values as
+        columns, in the replica's schema."""
+        import pyarrow as pa
+
+        from hivemesh.replication.delta.files import read_unit
+
+        layout = _layout(table)
+        wanted = _wanted_schema(table)
+        snapshot = self._snapshot(table) if layout.acid is not None else None
+        sources, _ = self._partition_sources(table, layout, None, snapshot)
+        parts = []
+        part_fields = [f for f in wanted if f.name in {c.name.lower() for c in table.partitionKeys or []}]
+        for src in sources:
+            for unit in src.units or []:
+                fs, root = self.source_storage.resolve(unit.location)
+                rows = read_unit(unit, layout, fs, root)
+                for f, v in zip(part_fields, src.values, strict=True):
+                    col = (
+                        pa.array([v] * rows.num_rows).cast(f.type)
+                        if v is not None
+                        else pa.nulls(rows.num_rows, f.type)
+                    )
+                    rows = rows.append_column(pa.field(f.name, f.type), col)
+                parts.append(rows)
+        plain = pa.schema([pa.field(f.name, f.type) for f in wanted])
+        return pa.concat_tables([t.cast(plain) for t in parts]) if parts else plain.empty_table()
+
+    def compare(self, check_data: bool = True) -> list[Any]:
+        """Differences of every replica from its source table (registration, schema, partitions,
+        and with ``check_data`` the rows by checksum) as :class:`~hivemesh.replication.verify.Difference`."""
+        from hivemesh.replication.delta.schema import field_signatures
+        from hivemesh.replication.delta.verify import read_delta, rows_digest
+        from hivemesh.replication.verify import Difference
+
+        diffs: list[Difference] = []
+        for db in [d for d in self.source_calls.get_all_databases() if self.scope.database(d)]:
+            for name in [t for t in self.source_calls.get_all_tables(db) if self.scope.table(db, t)]:
+                table = self.source_calls.get_table(db, name)
+                full = f"{db}.{name}"
+                if _is_view(table):
+                    continue
+                try:
+                    wanted = _wanted_schema(table)
+                except (UnsupportedSchemaError, ValueError) as e:
+                    diffs.append(Difference("missing", "table", full, f"not replicable as Delta: {e}"))
+                    continue
+                try:
+                    entry = self.target_calls.get_table(db, name)
+                except NoSuchObjectException:
+                    diffs.append(Difference("missing", "table", full, "no Delta replica registered"))
+                    continue
+                if (entry.parameters or {}).get(PROVIDER) != "delta":
+                    diffs.append(
+                        Difference("different", "table", full, "the target table is not a Delta table")
+                    )
+                    continue
+                replica = self.replica(table)
+                if not replica.exists():
+                    diffs.append(Difference("missing", "table", full, f"no Delta table at {replica.uri}"))
+                    continue
+                got, want = field_signatures(replica.schema()), field_signatures(wanted)
+                if [g[:2] for g in got] != [w[:2] for w in want]:
+                    diffs.append(
+                        Difference(
+                            "different",
+                            "table",
+                            full,
+                            f"schema {[w[:2] for w in want]} != {[g[:2] for g in got]}",
+                        )
+                    )
+                    continue
+                if not check_data:
+                    continue
+                src = self.source_rows(table)
+                dst = read_delta(
+                    replica.uri,
+                    storage_options=replica.storage_options,
+                    filesystem=replica.fs,
+                    root=replica.root,
+                )
+                dst = dst.select(src.column_names)
+                a, b = rows_digest(src), rows_digest(dst)
+                if a != b:
+                    diffs.append(
+                        Difference(
+                            "different",
+                            "file",
+                            full,
+                            f"rows {a[0]} (checksum {a[1][:12]}) != {b[0]} (checksum {b[1][:12]})",
+                        )
+                    )
+                part_cols = [c.name.lower() for c in table.partitionKeys or []]
+                if part_cols:
+                    sp = {tuple(r.values()) for r in src.select(part_cols).to_pylist()}
+                    dp = {tuple(r.values()) for r in dst.select(part_cols).to_pylist()}
+                    for v in sorted(sp - dp, key=str):
+                        diffs.append(
+                            Difference("missing", "partition", f"{full}/{v}", "no rows in the replica")
+                        )
+                    for v in sorted(dp - sp, key=str):
+                        diffs.append(
+                            Difference("extra", "partition", f"{full}/{v}", "rows only in the replica")
+                        )
+        return diffs
+
+    # ------------------------------------------------------------------ bootstrap
+    def bootstrap(self, prune: bool = False) -> SyncResult:
+        """Sync every table in scope as the source has it now; ``prune``: drop replicas (and empty
+        databases) the source no longer has, when ``propagate_drops``."""
+        out = SyncResult()
+        dbs = [d for d in self.source_calls.get_all_databases() if self.scope.database(d)]
+        task = (
+            self.progress.add_task(f"{self.name}: Delta bootstrap", total=len(dbs)) if self.progress else None
+        )
+        for db in dbs:
+            tables = [t for t in self.source_calls.get_all_tables(db) if self.scope.table(db, t)]
+            for t in tables:
+                res = self.sync_table(db, t)
+                if res is not None:
+                    out.copied += res.added
+                    out.bytes_copied += res.bytes_written
+            if prune and self.policy.propagate_drops:
+                try:
+                    present = self.target_calls.get_all_tables(db)
+                except NoSuchObjectException:
+                    present = []
+                for t in present:
+                    if t not in tables and self.scope.table(db, t):
+                        self.drop_replica(db, t, None)
+            if task is not None:
+                self.progress.advance(task)
+        return out
+
+    # ------------------------------------------------------------------ events
+    def read_events(self, after: int, limit: int) -> list[NotificationEvent]:
+        """Up to ``limit`` source events after id ``after``."""
+        resp = self.source_calls.get_next_notification(
+            NotificationEventRequest(lastEvent=after, maxEvents=limit)
+        )
+        return list(resp.events or [])
+
+    def _mark(self, db: str, table: str, partitions: list[str] | None) -> None:
+        key = (db.lower(), table.lower())
+        if partitions is None:
+            self._dirty[key] = ALL
+        elif key not in self._dirty:
+            self._dirty[key] = set(partitions)
+        elif self._dirty[key] is not None:
+            self._dirty[key].update(partitions)  # type: ignore[union-attr]
+
+    def _flush(self, only: tuple[str, str] | None = None, event_id: int | None = None) -> None:
+        """Sync the dirty tables (or only ``only``)."""
+        keys = [only] if only is not None else list(self._dirty)
+        for key in keys:
+            if key not in self._dirty:
+                continue
+            parts = self._dirty.pop(key)
+            self.sync_table(key[0], key[1], parts, event_id=event_id)
+
+    def _part_names(self, table: Table, partitions: list[Any]) -> list[str]:
+        from hivemesh.hive.names import make_part_name
+
+        keys = [c.name for c in table.partitionKeys or []]
+        return [make_part_name(keys, list(p.values if hasattr(p, "values") else p)) for p in partitions]
+
+    def apply(self, event: NotificationEvent, out: StepResult) -> bool:
+        """Apply one source event (see the module docstring); True when it was in scope."""
+        msg = ev.parse_event(event)
+        if isinstance(msg, ev.OpenTxn):
+            self._open.update(msg.txn_ids)
+            return False
+        if isinstance(msg, ev.AllocWriteId):
+            if self.scope.table(msg.write_db.lower(), msg.write_table.lower()):
+                for pair in msg.txn_to_write_ids:
+                    self._writes.setdefault(pair.txnId, []).append(
+                        _Write(msg.write_db.lower(), msg.write_table.lower(), pair.writeId)
+                    )
+            return False
+        if isinstance(msg, ev.AbortTxn):
+            self._open.discard(msg.txn_id)
+            self._writes.pop(msg.txn_id, None)
+            return False
+        if isinstance(msg, ev.CommitTxn):
+            return self._commit(msg, event)
+        db, table = event_object(msg)
+        if db is None or table is None or not self.scope.table(db, table):
+            if isinstance(msg, ev.AlterTable):
+                return self._alter_table(msg, event)
+            return False
+        if isinstance(msg, ev.CreateTable):
+            if not _is_view(msg.table):
+                self._mark(db, table, ALL)
+        elif isinstance(msg, ev.AlterTable):
+            return self._alter_table(msg, event)
+        elif isinstance(msg, ev.DropTable):
+            self._dirty.pop((db, table), None)
+            if self.policy.propagate_drops:
+                self.drop_replica(msg.table.dbName, msg.table.tableName, msg.table)
+        elif isinstance(msg, ev.AddPartition):
+            if not is_transactional(msg.table):
+                self._mark(db, table, self._part_names(msg.table, msg.partitions))
+        elif isinstance(msg, ev.AlterPartition):
+            names = self._part_names(msg.table, [msg.before, msg.after])
+            if is_transactional(msg.table) and names[0] == names[1]:
+                return False
+            self._mark(db, table, sorted(set(names)))
+        elif isinstance(msg, ev.DropPartition):
+            if self.policy.propagate_drops:
+                self._mark(db, table, self._part_names(msg.table, msg.values))
+        elif isinstance(msg, ev.Insert):
+            if not is_transactional(msg.table):
+                parts = self._part_names(msg.table, [msg.partition]) if msg.partition is not None else ALL
+                self._mark(db, table, parts)
+        else:
+            return False
+        return True
+
+    def _alter_table(self, msg: ev.AlterTable, event: NotificationEvent) -> bool:
+        before, after = msg.before, msg.after
+        old = (before.dbName.lower(), before.tableName.lower())
+        new = (after.dbName.lower(), after.tableName.lower())
+        was, now = self.scope.table(*old), self.scope.table(*new)
+        if not was and not now:
+            return False
+        if old != new:
+            self._dirty.pop(old, None)
+            if was and self.policy.propagate_drops:
+                self.drop_replica(before.dbName, before.tableName, before)
+            if now and not _is_view(after):
+                self._mark(*new, ALL)
+            return True
+        if _is_view(after):
+            return False
+        self._mark(*new, ALL if not after.partitionKeys else set())  # type: ignore[arg-type]
+        return True
+
+    def _commit(self, msg: ev.CommitTxn, event: NotificationEvent) -> bool:
+        self._open.discard(msg.txn_id)
+        writes = self._writes.pop(msg.txn_id, [])
+        if not writes and msg.writes:  # a restart lost the allocation: the COMMIT_TXN lists them
+            writes = [_Write(w.database.lower(), w.table.lower(), w.writeId) for w in msg.writes]
+        writes = [w for w in writes if self.scope.table(w.db, w.table)]
+        if not writes:
+            return False
+        for w in writes:
+            parts = {
+                p
+                for p in (
+                    x.partition
+                    for x in msg.writes
+                    if x.database.lower() == w.db and x.table.lower() == w.table
+                )
+                if p
+            }
+            self._flush((w.db, w.table))
+            self.sync_table(
+                w.db, w.table, parts or ALL, write_id=w.write_id, txn=msg.txn_id, event_id=event.eventId
+            )
+        return True
+
+    # ------------------------------------------------------------------ steps
+    def step(self, until: int | None = None) -> StepResult:
+        """One pass: bootstrap or resync when needed, else up to one batch of events (never
+        beyond event id ``until``), dirty tables synced, checkpoint stored."""
+        self._lease()
+        out = StepResult()
+        state = self.store.get(self.name)
+        assert state is not None
+        if state.phase in ("new", "bootstrapping"):
+            self._run_bootstrap(state.bootstrap_event_id, state.phase == "bootstrapping", out)
+            return out
+        if state.phase == "resyncing":
+            self._run_resync(state.resync_reason or "interrupted resync", out)
+            return out
+        checkpoint = state.event_id or 0
+        events = self.read_events(checkpoint, self.config.replication.batch_events)
+        if events and events[0].eventId > checkpoint + 1:
+            self._run_resync(
+                f"the source's notification log was purged past the checkpoint {checkpoint}", out
+            )
+            return out
+        if until is not None:
+            events = [e for e in events if e.eventId <= until]
+        last_time = state.event_time
+        for e in events:
+            if self._stopping.is_set():
+                break
+            if self.apply(e, out):
+                out.applied += 1
+            else:
+                out.skipped += 1
+            out.last_event_id = e.eventId
+            last_time = e.eventTime
+        self._flush(event_id=out.last_event_id)
+        if out.last_event_id is not None:
+            self.store.checkpoint(self.name, out.last_event_id, last_time, out.applied)
+        if self.metrics is not None:
+            self.metrics.events_applied.labels(self.name).inc(out.applied)
+            self.metrics.events_skipped.labels(self.name).inc(out.skipped)
+        return out
+
+    def _run_bootstrap(self, start: int | None, prune: bool, out: StepResult) -> None:
+        if start is None:
+            start = self.current_event_id()
+            self.store.update(self.name, phase="bootstrapping", bootstrap_event_id=start)
+        log.info("policy %s: Delta bootstrap from source event %d", self.name, start)
+        out.data.add(self.bootstrap(prune=prune))
+        self.store.update(self.name, phase="replicating", event_id=start, copying=None)
+        self.store.checkpoint(self.name, start, None, 0)
+        out.bootstrapped = True
+        out.last_event_id = start
+
+    def _run_resync(self, reason: str, out: StepResult, count: bool = True) -> None:
+        start = self.current_event_id()
+        st = self.store.get(self.name)
+        assert st is not None
+        if count and st.phase != "resyncing":
+            log.warning("policy %s: re-syncing by comparison: %s", self.name, reason)
+            self.store.update(self.name, phase="resyncing", resync_reason=reason, resyncs=st.resyncs + 1)
+            if self.metrics is not None:
+                self.metrics.resyncs.labels(self.name).inc()
+        out.data.add(self.bootstrap(prune=True))
+        self.store.update(self.name, phase="replicating", copying=None)
+        self.store.checkpoint(self.name, start, None, 0)
+        out.resynced = True
+        out.last_event_id = start
+
+    def rescan(self) -> StepResult:
+        """Compare and repair now (continuous mode's ``rescan_interval_s``)."""
+        self._lease()
+        out = StepResult()
+        self._run_resync("scheduled rescan", out, count=False)
+        return out
+
+    def resync(self, reason: str = "requested") -> StepResult:
+        """Re-sync by comparison now (``verify --repair``)."""
+        self._lease()
+        out = StepResult()
+        self._run_resync(reason, out)
+        return out
+
+    def run_once(self) -> Iterator[StepResult]:
+        """Steps until every event up to the source's current id (read at the start) is applied."""
+        until = self.current_event_id()
+        while True:
+            res = self.step(until)
+            yield res
+            st = self.store.get(self.name)
+            assert st is not None
+            if st.phase == "replicating" and (st.event_id or 0) >= until:
+                return
+            if res.applied == 0 and res.skipped == 0 and not res.bootstrapped and not res.resynced:
+                return
+
+    def lag(self) -> tuple[int, float]:
+        """``(events, seconds)`` the target is behind the source."""
+        st = self.store.get(self.name)
+        checkpoint = (st.event_id if st else None) or 0
+        current = self.current_event_id()
+        self.store.update(self.name, source_event_id=current)
+        if current <= checkpoint:
+            return 0, 0.0
+        nxt = self.read_events(checkpoint, 1)
+        return current - checkpoint, (max(0.0, time.time() - nxt[0].eventTime) if nxt else 0.0)
