@@ -126,3 +126,83 @@ def test_hive_and_delta_tables_side_by_side(delta_spark: tuple, tmp_path: Path) 
     assert "orc" in h.sd.inputFormat.lower()
     assert d.parameters.get("spark.sql.sources.provider") == "delta"
     assert sorted(r.tableName for r in spark.sql("SHOW TABLES IN mixed").collect()) == ["d", "h"]
+
+
+def test_replicated_delta_tables_read_by_spark(delta_spark: tuple, tmp_path: Path) -> None:
+    """A ``format: delta`` policy from a hivemesh zone of Hive tables into this session's
+    metastore: Spark with Delta reads every replica by name and by path, equal to the source,
+    and ``VERSION AS OF`` the Delta version of an ACID write id equals that Hive snapshot."""
+    import pyarrow as pa
+    from hive_metastore.ttypes import Database, FieldSchema, Partition
+
+    from hivemesh.acid.arrow_reader import read_acid_location, table_layout
+    from hivemesh.acid.tables import create_transactional_table
+    from hivemesh.acid.writer import AcidWriter
+    from hivemesh.replication.config import parse_replication_config
+    from hivemesh.replication.service import run_once
+    from hivemesh.replication.state import ReplicationStore
+    from hivemesh.storage.locations import local_path
+    from tests.support.servers import ThriftClient
+    from tests.test_replication import _warehouse
+    from tests.test_replication_delta import ORC, PARQUET, _sd, _table, _write
+
+    spark, ms = delta_spark
+    with (
+        HivemeshProcess(f"sqlite:///{tmp_path / 'a.db'}", tmp_path / "wa", tmp_path / "a.log") as zone_a,
+        ThriftClient(zone_a.host, zone_a.port) as ca,
+        ThriftClient(ms.host, ms.port) as cb,
+        MetastoreClient(zone_a.uri) as src,
+    ):
+        a, b = ca, cb
+        db = "dl_spark"
+        a.create_database(Database(name=db))
+        orders = _table(a, db, "orders", [FieldSchema("id", "bigint", None), FieldSchema("amount", "decimal(10,2)", None),
+                                          FieldSchema("ts", "timestamp", None)], ORC, [FieldSchema("day", "date", None)])  # fmt: skip
+        import datetime as dt
+        from decimal import Decimal
+
+        for day, ids in (("2024-01-01", [1, 2]), ("2024-01-02", [3])):
+            loc = f"{orders.sd.location}/day={day}"
+            _write(loc, "000000_0", pa.table({
+                "id": ids, "amount": pa.array([Decimal(f"{i}.50") for i in ids], pa.decimal128(10, 2)),
+                "ts": pa.array([dt.datetime(2024, 1, 1, 12, i) for i in ids], pa.timestamp("ns")),
+            }), ORC)  # fmt: skip
+            a.add_partition(Partition(values=[day], dbName=db, tableName="orders", sd=_sd(orders.sd.cols, ORC, loc), parameters={}))
+        items = _table(a, db, "items", [FieldSchema("sku", "string", None), FieldSchema("tags", "array<string>", None),
+                                        FieldSchema("attrs", "map<string,int>", None)], PARQUET)  # fmt: skip
+        _write(items.sd.location, "p.parquet", pa.table({
+            "sku": ["a"], "tags": [["x", "y"]], "attrs": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int32())),
+        }), PARQUET)  # fmt: skip
+        create_transactional_table(src, db, "events", [("id", "bigint"), ("v", "string")])
+        cfg = parse_replication_config({
+            "zones": {"a": {"metastore": zone_a.uri, "warehouse": _warehouse(a)},
+                      "b": {"metastore": ms.uri, "warehouse": _warehouse(b)}},
+            "replication": {"store": f"sqlite:///{tmp_path / 'r.db'}",
+                            "policies": [{"name": "to-delta", "source": "a", "target": "b", "databases": [db], "format": "delta"}]},
+        })  # fmt: skip
+        store = ReplicationStore(cfg.replication.store)
+        assert run_once(cfg, store) == {}
+        w = AcidWriter(src, db, "events")
+        w.insert([(i, f"r{i}") for i in range(10)])
+        rows = read_acid_location(local_path(a.get_table(db, "events").sd.location), f"{db}.events:1:{2**63 - 1}::",
+                                  table_layout(a.get_table(db, "events")), with_row_ids=True)  # fmt: skip
+        w.delete(rows.filter(pa.compute.less(rows["id"], 3)).select(["originalTransaction", "bucket", "rowId"]))
+        assert run_once(cfg, store) == {}
+        store.dispose()
+
+        got = sorted(tuple(r) for r in spark.sql(f"SELECT id, amount, ts, day FROM {db}.orders").collect())
+        assert got == [
+            (1, Decimal("1.50"), dt.datetime(2024, 1, 1, 12, 1), dt.date(2024, 1, 1)),
+            (2, Decimal("2.50"), dt.datetime(2024, 1, 1, 12, 2), dt.date(2024, 1, 1)),
+            (3, Decimal("3.50"), dt.datetime(2024, 1, 1, 12, 3), dt.date(2024, 1, 2)),
+        ]
+        assert spark.sql(f"SELECT count(*) FROM {db}.orders WHERE day = DATE'2024-01-02'").first()[0] == 1
+        assert [tuple(r) for r in spark.sql(f"SELECT sku, tags, attrs FROM {db}.items").collect()] == [("a", ["x", "y"], {"k": 1})]
+        path = b.get_table(db, "events").sd.location
+        latest = sorted(r.id for r in spark.read.format("delta").load(path).collect())
+        assert latest == list(range(3, 10))
+        history = {r.version: r for r in spark.sql(f"DESCRIBE HISTORY {db}.events").collect()}
+        assert len(history) == 3  # created, write id 1, write id 2
+        v1 = sorted(r.id for r in spark.sql(f"SELECT id FROM {db}.events VERSION AS OF 1").collect())
+        assert v1 == list(range(10))
+        assert spark.sql(f"SELECT count(*) FROM {db}.events VERSION AS OF 2").first()[0] == 7
