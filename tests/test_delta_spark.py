@@ -167,7 +167,15 @@ def test_replicated_delta_tables_read_by_spark(delta_spark: tuple, tmp_path: Pat
                 "id": ids, "amount": pa.array([Decimal(f"{i}.50") for i in ids], pa.decimal128(10, 2)),
                 "ts": pa.array([dt.datetime(2024, 1, 1, 12, i) for i in ids], pa.timestamp("ns")),
             }), ORC)  # fmt: skip
-            a.add_partition(Partition(values=[day], dbName=db, tableName="orders", sd=_sd(orders.sd.cols, ORC, loc), parameters={}))
+            a.add_partition(
+                Partition(
+                    values=[day],
+                    dbName=db,
+                    tableName="orders",
+                    sd=_sd(orders.sd.cols, ORC, loc),
+                    parameters={},
+                )
+            )
         items = _table(a, db, "items", [FieldSchema("sku", "string", None), FieldSchema("tags", "array<string>", None),
                                         FieldSchema("attrs", "map<string,int>", None)], PARQUET)  # fmt: skip
         _write(items.sd.location, "p.parquet", pa.table({
@@ -186,7 +194,9 @@ def test_replicated_delta_tables_read_by_spark(delta_spark: tuple, tmp_path: Pat
         w.insert([(i, f"r{i}") for i in range(10)])
         rows = read_acid_location(local_path(a.get_table(db, "events").sd.location), f"{db}.events:1:{2**63 - 1}::",
                                   table_layout(a.get_table(db, "events")), with_row_ids=True)  # fmt: skip
-        w.delete(rows.filter(pa.compute.less(rows["id"], 3)).select(["originalTransaction", "bucket", "rowId"]))
+        w.delete(
+            rows.filter(pa.compute.less(rows["id"], 3)).select(["originalTransaction", "bucket", "rowId"])
+        )
         assert run_once(cfg, store) == {}
         store.dispose()
 
@@ -197,7 +207,9 @@ def test_replicated_delta_tables_read_by_spark(delta_spark: tuple, tmp_path: Pat
             (3, Decimal("3.50"), dt.datetime(2024, 1, 1, 12, 3), dt.date(2024, 1, 2)),
         ]
         assert spark.sql(f"SELECT count(*) FROM {db}.orders WHERE day = DATE'2024-01-02'").first()[0] == 1
-        assert [tuple(r) for r in spark.sql(f"SELECT sku, tags, attrs FROM {db}.items").collect()] == [("a", ["x", "y"], {"k": 1})]
+        assert [tuple(r) for r in spark.sql(f"SELECT sku, tags, attrs FROM {db}.items").collect()] == [
+            ("a", ["x", "y"], {"k": 1})
+        ]
         path = b.get_table(db, "events").sd.location
         latest = sorted(r.id for r in spark.read.format("delta").load(path).collect())
         assert latest == list(range(3, 10))

@@ -287,7 +287,8 @@ def test_acid_every_write_id_is_one_delta_commit(zones: Zones, mesh: Mesh) -> No
         int(h["hivemesh.writeId"]): v for v, h in history.items() if "hivemesh.writeId" in h and v > 0
     }
     assert sorted(by_write_id) == [1, 2, 3, 4]  # one Delta commit per committed write id
-    assert dt.transaction_version(f"hivemesh:{db}-delta:{db}.events") == 4
+    last_event = int(history[dt.version()]["hivemesh.eventId"])
+    assert dt.transaction_version(f"hivemesh:{db}-delta:{db}.events") == last_event
     for write_id, version in by_write_id.items():  # time travel: each version = the Hive snapshot
         expected = _acid_rows(a, db, "events", f"{db}.events:{write_id}:{2**63 - 1}::")
         assert _rows(read_delta(path, version=version), ["id", "v"]) == expected, write_id
@@ -297,8 +298,23 @@ def test_acid_every_write_id_is_one_delta_commit(zones: Zones, mesh: Mesh) -> No
     before = set(pa.table(v2.get_add_actions(flatten=True))["path"].to_pylist())
     after = set(pa.table(v3.get_add_actions(flatten=True))["path"].to_pylist())
     assert len(before - after) == 1 and len(after - before) == 1
-    latest = _rows(read_delta(path), ["id", "v"])
+    latest = _rows(read_delta(path, version=by_write_id[4]), ["id", "v"])
     assert (5, "r5") not in latest and (120, "updated") in latest and len(latest) == 149
+
+    # txns committing out of order: write id 6 commits while 5 is open, then 5 commits
+    txn5 = src.open_txn()
+    w.insert([(500, "five")], txn_id=txn5)
+    w.insert([(600, "six")])
+    src.commit_txn(txn5)
+    mesh.once()
+    dt = DeltaTable(path)
+    history = {h["version"]: h for h in dt.history()}
+    tagged = {int(h["hivemesh.writeId"]): v for v, h in history.items() if "hivemesh.writeId" in h and v > 0}
+    assert tagged[6] < tagged[5]
+    six = _rows(read_delta(path, version=tagged[6]), ["id", "v"])
+    assert (600, "six") in six and (500, "five") not in six
+    assert six == _acid_rows(a, db, "events", f"{db}.events:6:5:5:")
+    assert (500, "five") in _rows(read_delta(path, version=tagged[5]), ["id", "v"])
 
     # a restart from an old checkpoint commits nothing twice
     store = repl.ReplicationStore(mesh.store)
@@ -346,3 +362,170 @@ def test_status_and_run_through_the_cli(zones: Zones, mesh: Mesh) -> None:
         [sys.executable, "-c", "import hivemesh.replication.delta.runner"], capture_output=True
     )
     assert proc.returncode == 0  # no delta-rs shutdown crash on import and exit
+
+
+# ---------------------------------------------------------------- a randomized sequence
+class _Source:
+    """The source side of the randomized sequence, with independent readers of each table."""
+
+    def __init__(self, zones: Zones, db: str):
+        self.hms = zones.a
+        self.db = db
+        self.client = MetastoreClient(zones.procs["a"].uri)
+        self.serial = 0
+
+    def rows(self, name: str) -> list[tuple[Any, ...]]:
+        """Every row of source table ``name`` now: data columns then partition values; ORC files
+        by position, Parquet by name, missing columns None; ACID tables at the current snapshot."""
+        t = self.hms.get_table(self.db, name)
+        cols = [c.name for c in t.sd.cols]
+        full = f"{self.db}.{name}"
+        if (t.parameters or {}).get("transactional") == "true":
+            w = self.client.valid_write_ids([full], self.client.valid_txn_list())[full]
+            locs = [(p.sd.location, tuple(p.values)) for p in self.hms.get_partitions(self.db, name, -1)] or [
+                (t.sd.location, ())
+            ]
+            out = []
+            for loc, values in locs:
+                rows = read_acid_location(local_path(loc), w, table_layout(t))
+                out += [tuple(r[c] for c in cols) + tuple(int(v) for v in values) for r in rows.to_pylist()]
+            return sorted(out, key=repr)
+        locs = [(p.sd.location, tuple(p.values)) for p in self.hms.get_partitions(self.db, name, -1)] or [
+            (t.sd.location, ())
+        ]
+        out = []
+        for loc, values in locs:
+            d = Path(local_path(loc))
+            for f in sorted(d.glob("*")) if d.exists() else []:
+                if t.sd.inputFormat == ORC[1]:
+                    data = paorc.read_table(str(f))
+                    got = [tuple(r.values()) for r in data.to_pylist()]
+                    got = [r + (None,) * (len(cols) - len(r)) for r in got]
+                else:
+                    data = pq.read_table(str(f))
+                    got = [tuple(r.get(c) for c in cols) for r in data.to_pylist()]
+                out += [r + tuple(int(v) for v in values) for r in got]
+        return sorted(out, key=repr)
+
+
+def test_randomized_sequence_replica_equals_source_after_every_step(zones: Zones, mesh: Mesh) -> None:
+    """Random DDL/DML on plain and ACID tables, a streaming batch among them; after every step
+    (replicated with ``run_once``) every replica's rows equal its source table's."""
+    import random
+
+    from hivemesh.acid.streaming import StreamingConnection
+
+    rnd = random.Random(14)
+    a = zones.a
+    db = "dl_random"
+    a.create_database(Database(name=db))
+    src = _Source(zones, db)
+    part = _table(a, db, "p", [FieldSchema("id", "bigint", None), FieldSchema("v", "string", None)], ORC,
+                  [FieldSchema("k", "int", None)], external=True)  # fmt: skip
+    _table(a, db, "u", [FieldSchema("id", "bigint", None), FieldSchema("v", "string", None)], PARQUET)
+    create_transactional_table(src.client, db, "acid", [("id", "bigint"), ("v", "string")], [("k", "int")])
+    create_transactional_table(src.client, db, "stream", [("id", "bigint"), ("v", "string")])
+    mesh.write([_policy(db)]).once()
+    writer = AcidWriter(src.client, db, "acid")
+    added_cols = 0
+
+    def rows(n: int) -> list[tuple[int, str]]:
+        out = []
+        for _ in range(n):
+            src.serial += 1
+            out.append((src.serial, f"v{src.serial}"))
+        return out
+
+    def plain_file(loc: str, n: int, fmt: tuple[str, str, str], ncols: int) -> str:
+        data = rows(n)
+        cols: dict[str, Any] = {"id": [r[0] for r in data], "v": [r[1] for r in data]}
+        for i in range(ncols - 2):
+            cols[f"c{i}"] = [f"x{r[0]}" for r in data]
+        src.serial += 1
+        return _write(loc, f"f{src.serial:05d}", pa.table(cols), fmt)
+
+    def check(step: str) -> None:
+        mesh.once()
+        for name in ("p", "u", "acid", "stream"):
+            cols = [c.name for c in a.get_table(db, name).sd.cols] + [
+                c.name for c in a.get_table(db, name).partitionKeys
+            ]
+            got = _rows(read_delta(_replica(zones, db, name)[1]), cols)
+            assert got == src.rows(name), f"{step}: {name}"
+
+    for step in range(120):
+        op = rnd.choice(["p_insert", "p_insert", "p_overwrite", "p_drop", "p_addcol", "u_insert", "u_overwrite",
+                         "u_truncate", "acid_insert", "acid_insert", "acid_delete", "acid_update"])  # fmt: skip
+        if op == "p_insert":
+            k = rnd.randrange(4)
+            loc = f"{part.sd.location}/k={k}"
+            ncols = len(a.get_table(db, "p").sd.cols)
+            f = plain_file(loc, rnd.randint(1, 5), ORC, ncols)
+            try:
+                a.get_partition(db, "p", [str(k)])
+                _insert_event(a, db, "p", [f], [str(k)])
+            except Exception:
+                a.add_partition(Partition(values=[str(k)], dbName=db, tableName="p",
+                                          sd=_sd(a.get_table(db, "p").sd.cols, ORC, loc), parameters={}))  # fmt: skip
+        elif op == "p_overwrite" and a.get_partition_names(db, "p", -1):
+            name = rnd.choice(a.get_partition_names(db, "p", -1))
+            loc = a.get_partition_by_name(db, "p", name).sd.location
+            for f in Path(local_path(loc)).glob("*"):
+                f.unlink()
+            f = plain_file(loc, rnd.randint(1, 3), ORC, len(a.get_table(db, "p").sd.cols))
+            _insert_event(a, db, "p", [f], [name.split("=")[1]])
+        elif op == "p_drop" and a.get_partition_names(db, "p", -1):
+            name = rnd.choice(a.get_partition_names(db, "p", -1))
+            a.drop_partition(db, "p", [name.split("=")[1]], True)
+        elif op == "p_addcol" and added_cols < 2:
+            t = a.get_table(db, "p")
+            t.sd.cols = [*t.sd.cols, FieldSchema(f"c{added_cols}", "string", None)]
+            a.alter_table(db, "p", t)
+            added_cols += 1
+        elif op == "u_insert":
+            u = a.get_table(db, "u")
+            _insert_event(a, db, "u", [plain_file(u.sd.location, rnd.randint(1, 4), PARQUET, 2)])
+        elif op in ("u_overwrite", "u_truncate"):
+            u = a.get_table(db, "u")
+            for f in Path(local_path(u.sd.location)).glob("*"):
+                f.unlink()
+            if op == "u_overwrite":
+                _insert_event(a, db, "u", [plain_file(u.sd.location, 2, PARQUET, 2)])
+            else:  # TRUNCATE: Hive's ALTER_TABLE of the emptied table
+                u.parameters = {**(u.parameters or {}), "numFiles": "0", "last_truncate": str(step)}
+                a.alter_table(db, "u", u)
+        elif op == "acid_insert":
+            writer.insert([(i, v, rnd.randrange(3)) for i, v in rows(rnd.randint(1, 6))])
+        elif op in ("acid_delete", "acid_update"):
+            t = a.get_table(db, "acid")
+            parts = a.get_partitions(db, "acid", -1)
+            if not parts:
+                continue
+            p = rnd.choice(parts)
+            w = src.client.valid_write_ids([f"{db}.acid"], src.client.valid_txn_list())[f"{db}.acid"]
+            live = read_acid_location(local_path(p.sd.location), w, table_layout(t), with_row_ids=True)
+            if not live.num_rows:
+                continue
+            pick = live.take([rnd.randrange(live.num_rows)])
+            ids = pick.select(["originalTransaction", "bucket", "rowId"])
+            if op == "acid_delete":
+                writer.delete(ids, partition=[p.values[0]])
+            else:
+                writer.update(ids, [(pick["id"][0].as_py(), "updated")], partition=[p.values[0]])
+        else:
+            continue
+        check(f"step {step} {op}")
+        if step == 60:  # a streaming batch of 4 txns: equal after each commit, and after an abort
+            with StreamingConnection(src.client, db, "stream", transactions_per_batch=4) as conn:
+                batch = conn.fetch_transaction_batch()
+                for i in range(4):
+                    batch.begin_next_transaction()
+                    batch.write(rows(3))
+                    if i == 2:
+                        batch.abort()
+                    else:
+                        batch.commit()
+                    check(f"streaming txn {i}")
+                batch.close()
+            check("streaming batch closed")
+    src.client.close()

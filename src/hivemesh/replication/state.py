@@ -1,6 +1,6 @@
 """The replicator's own store: where each policy is, and what it copied.
 
-Four tables in a SQL database (``replication.store``: SQLite by default, PostgreSQL in
+Five tables in a SQL database (``replication.store``: SQLite by default, PostgreSQL in
 production), their schema versioned by Alembic in ``HIVEMESH_REPLICATION_VERSION``:
 
 - ``HIVEMESH_REPL_POLICIES``: per policy, the checkpoint (the last source event id applied to the
@@ -8,7 +8,10 @@ production), their schema versioned by Alembic in ``HIVEMESH_REPLICATION_VERSION
   ran with, the lease of the process running it, the last error and the last success;
 - ``HIVEMESH_REPL_OBJECTS``: databases and tables whose rules changed (``bootstrapping`` on their
   own, ``stopped`` when no rule matches them any more);
-- ``HIVEMESH_REPL_TXNS``: source txns opened on the target and not yet committed or aborted;
+- ``HIVEMESH_REPL_TXNS``: source txns opened on the target and not yet committed or aborted
+  (``format: delta`` policies: the source txns open as of the checkpoint);
+- ``HIVEMESH_REPL_WRITES`` (``format: delta`` policies): the write ids the open source txns were
+  allocated, and the highest source txn id opened (``SOURCE_TXN_HWM`` of the policy's row);
 - ``HIVEMESH_REPL_FILES``: the file ledger, per target file the size, source modification time and
   MD5 it was copied with, so a file whose source did not change is not read again.
 
@@ -60,6 +63,7 @@ POLICIES = sa.Table(
     sa.Column("LEASE_OWNER", sa.String(256), nullable=True),
     sa.Column("LEASE_EXPIRES_MS", sa.BigInteger, nullable=True),
     sa.Column("UPDATED_MS", sa.BigInteger, nullable=False),
+    sa.Column("SOURCE_TXN_HWM", sa.BigInteger, nullable=True),  # delta policies: see WRITES
 )
 OBJECTS = sa.Table(
     "HIVEMESH_REPL_OBJECTS",
@@ -76,6 +80,15 @@ TXNS = sa.Table(
     METADATA,
     sa.Column("POLICY", sa.String(128), primary_key=True),
     sa.Column("SOURCE_TXN_ID", sa.BigInteger, primary_key=True),
+)
+WRITES = sa.Table(
+    "HIVEMESH_REPL_WRITES",
+    METADATA,
+    sa.Column("POLICY", sa.String(128), primary_key=True),
+    sa.Column("SOURCE_TXN_ID", sa.BigInteger, primary_key=True),
+    sa.Column("DB_NAME", sa.String(256), primary_key=True),
+    sa.Column("TBL_NAME", sa.String(256), primary_key=True),
+    sa.Column("WRITE_ID", sa.BigInteger, nullable=False),
 )
 FILES = sa.Table(
     "HIVEMESH_REPL_FILES",
@@ -243,21 +256,27 @@ class ReplicationStore(SqlStore):
         """Record that every source event up to ``event_id`` is applied (``applied`` more events
         than before) with their data; clears the last error and what was being copied, and stamps
         the last success."""
-        now = now_ms()
         with self.write() as conn:
-            conn.execute(
-                POLICIES.update()
-                .where(POLICIES.c.POLICY == policy)
-                .values(
-                    EVENT_ID=event_id,
-                    EVENT_TIME=event_time,
-                    EVENTS_APPLIED=POLICIES.c.EVENTS_APPLIED + applied,
-                    LAST_ERROR=None,
-                    COPYING=None,
-                    LAST_SUCCESS_MS=now,
-                    UPDATED_MS=now,
-                )
+            self._checkpoint(conn, policy, event_id, event_time, applied)
+
+    @staticmethod
+    def _checkpoint(
+        conn: sa.Connection, policy: str, event_id: int, event_time: int | None, applied: int
+    ) -> None:
+        now = now_ms()
+        conn.execute(
+            POLICIES.update()
+            .where(POLICIES.c.POLICY == policy)
+            .values(
+                EVENT_ID=event_id,
+                EVENT_TIME=event_time,
+                EVENTS_APPLIED=POLICIES.c.EVENTS_APPLIED + applied,
+                LAST_ERROR=None,
+                COPYING=None,
+                LAST_SUCCESS_MS=now,
+                UPDATED_MS=now,
             )
+        )
 
     def record_error(self, policy: str, message: str) -> None:
         """Record the last error of ``policy`` (kept until the next checkpoint)."""
@@ -299,7 +318,7 @@ class ReplicationStore(SqlStore):
     def forget(self, policy: str) -> None:
         """Delete everything recorded for ``policy`` (the next run bootstraps it again)."""
         with self.write() as conn:
-            for table in (FILES, TXNS, OBJECTS, POLICIES):
+            for table in (FILES, WRITES, TXNS, OBJECTS, POLICIES):
                 conn.execute(table.delete().where(table.c.POLICY == policy))
 
     # ------------------------------------------------------------------ objects
@@ -374,6 +393,48 @@ class ReplicationStore(SqlStore):
         """Forget source txn ``txn_id`` (committed or aborted on the target)."""
         with self.write() as conn:
             conn.execute(TXNS.delete().where(TXNS.c.POLICY == policy, TXNS.c.SOURCE_TXN_ID == txn_id))
+
+    def source_txns(self, policy: str) -> tuple[int | None, set[int], dict[int, list[tuple[str, str, int]]]]:
+        """A ``format: delta`` policy's view of the source's txns as of its checkpoint: ``(highest
+        txn id opened or None, open txn ids, {txn: [(db, table, write id), ...]})``."""
+        with self.read() as conn:
+            hwm = conn.execute(
+                sa.select(POLICIES.c.SOURCE_TXN_HWM).where(POLICIES.c.POLICY == policy)
+            ).scalar()
+            open_txns = set(
+                conn.execute(sa.select(TXNS.c.SOURCE_TXN_ID).where(TXNS.c.POLICY == policy)).scalars()
+            )
+            writes: dict[int, list[tuple[str, str, int]]] = {}
+            for r in conn.execute(sa.select(WRITES).where(WRITES.c.POLICY == policy)):
+                writes.setdefault(r.SOURCE_TXN_ID, []).append((r.DB_NAME, r.TBL_NAME, r.WRITE_ID))
+        return hwm, open_txns, writes
+
+    def save_source_txns(
+        self,
+        policy: str,
+        hwm: int | None,
+        open_txns: Iterable[int],
+        writes: dict[int, list[tuple[str, str, int]]],
+        checkpoint: tuple[int, int | None, int] | None = None,
+    ) -> None:
+        """Replace what :meth:`source_txns` returns, and with ``checkpoint`` ``(event id, event
+        time, applied)`` record it as :meth:`checkpoint` does, in one transaction."""
+        with self.write() as conn:
+            if checkpoint is not None:
+                self._checkpoint(conn, policy, *checkpoint)
+            conn.execute(POLICIES.update().where(POLICIES.c.POLICY == policy).values(SOURCE_TXN_HWM=hwm))
+            conn.execute(TXNS.delete().where(TXNS.c.POLICY == policy))
+            conn.execute(WRITES.delete().where(WRITES.c.POLICY == policy))
+            rows = [{"POLICY": policy, "SOURCE_TXN_ID": t} for t in sorted(set(open_txns))]
+            if rows:
+                conn.execute(TXNS.insert(), rows)
+            wrows = [
+                {"POLICY": policy, "SOURCE_TXN_ID": t, "DB_NAME": d, "TBL_NAME": n, "WRITE_ID": w}
+                for t, ws in writes.items()
+                for d, n, w in ws
+            ]
+            if wrows:
+                conn.execute(WRITES.insert(), wrows)
 
     # ------------------------------------------------------------------ file ledger
     def ledger(self, policy: str, under: str) -> dict[str, FileRecord]:

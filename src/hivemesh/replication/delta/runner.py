@@ -48,6 +48,7 @@ from hivemesh.acid.arrow_reader import HIVE_TEXT_DELIMITER, list_location
 from hivemesh.acid.tables import is_insert_only, is_transactional, table_file_format
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.hive import event_messages as ev
+from hivemesh.hive.events import ABORT_TXN, ALLOC_WRITE_ID_EVENT, COMMIT_TXN, OPEN_TXN
 from hivemesh.hive.txn_lists import LONG_MAX, ValidTxnList, ValidWriteIdList
 from hivemesh.metastore.replay import Replayer, relocator_for
 from hivemesh.replication.config import PolicyConfig, ReplicationFile, ZoneConfig
@@ -55,7 +56,15 @@ from hivemesh.replication.data import SyncResult, ZoneStorage
 from hivemesh.replication.delta.files import FileLayout, acid_units, plain_units
 from hivemesh.replication.delta.replica import DeltaReplica, PartitionSource, ReplicaSync
 from hivemesh.replication.delta.schema import UnsupportedSchemaError, arrow_type, delta_schema
-from hivemesh.replication.runner import LEASE_MS, PAGE, VIEW_TYPES, ReplicationError, StepResult, ThriftCalls
+from hivemesh.replication.runner import (
+    LEASE_MS,
+    LOOKBACK_EVENTS,
+    PAGE,
+    VIEW_TYPES,
+    ReplicationError,
+    StepResult,
+    ThriftCalls,
+)
 from hivemesh.replication.scope import Scope, event_object
 from hivemesh.replication.state import ReplicationStore
 
@@ -64,6 +73,7 @@ __all__ = ["DeltaPolicyRunner", "delta_storage_options", "replica_table"]
 log = logging.getLogger("hivemesh.replication.delta")
 
 ALL = None  # every partition of a dirty table
+TXN_EVENTS = frozenset({OPEN_TXN, ALLOC_WRITE_ID_EVENT, COMMIT_TXN, ABORT_TXN})
 PROVIDER = "spark.sql.sources.provider"
 SOURCE_KEY = "hivemesh.replica.source"
 
@@ -192,6 +202,15 @@ def _values(name: str) -> tuple[str | None, ...]:
     return tuple(out)
 
 
+def _last_valid(w: ValidWriteIdList) -> int:
+    """The highest write id valid in ``w`` (0 when none is)."""
+    invalid = set(w.open_write_ids) | set(w.aborted_write_ids)
+    last = w.high_watermark
+    while last > 0 and last in invalid:
+        last -= 1
+    return last
+
+
 @dataclass
 class _Write:
     """An ACID write seen in the source's events: table ``db.name`` got write id ``write_id``."""
@@ -243,8 +262,10 @@ class DeltaPolicyRunner:
         self._stopping = threading.Event()
         self._lease_renew_at = 0.0
         self._dirty: dict[tuple[str, str], set[str] | None] = {}
-        self._writes: dict[int, list[_Write]] = {}  # source txn -> its write ids (ALLOC_WRITE_ID)
-        self._open: set[int] = set()  # source txns opened in the events read so far, not ended
+        # the source's txns as of the last event applied (saved with each checkpoint):
+        self._txn_hwm: int | None = None  # the highest source txn id opened
+        self._open: set[int] = set()  # source txns open
+        self._writes: dict[int, list[_Write]] = {}  # open source txn -> its write ids in scope
         self._refused: set[tuple[str, str]] = set()
         self.last_syncs: list[ReplicaSync] = []
         self.state = store.ensure(policy.name, policy.source, policy.target)
@@ -327,16 +348,16 @@ class DeltaPolicyRunner:
         reader had right after txn ``txn`` committed (its write id ``write_id``)."""
         full = f"{table.dbName}.{table.tableName}"
         vtl = self.source.valid_txn_list()
-        if txn is not None:
-            open_then = sorted({t for t in (*vtl.open_txns, *self._open) if t < txn and t != txn})
-            aborted = tuple(t for t in vtl.aborted_txns if t <= txn)
-            vtl = ValidTxnList(txn, min(open_then) if open_then else LONG_MAX, tuple(open_then), aborted)
-        w = self.source.valid_write_ids([full], vtl)[full]
-        if write_id is not None and w.high_watermark > write_id:
-            raise ReplicationError(
-                f"{full}: write id {write_id} snapshot has high watermark {w.high_watermark}"
-            )
-        return w, vtl
+        if txn is not None and self._txn_hwm is not None:
+            # as of the COMMIT_TXN event: txns opened by then, those not ended by then still open
+            hwm = max(self._txn_hwm, txn)
+            open_then = sorted(t for t in self._open if t != txn and t <= hwm)
+            aborted = tuple(t for t in vtl.aborted_txns if t <= hwm and t not in self._open)
+            vtl = ValidTxnList(hwm, min(open_then) if open_then else LONG_MAX, tuple(open_then), aborted)
+        # A replay after a crash between a batch's Delta commits and its checkpoint follows the
+        # txns from the saved state, which may be past this commit: the snapshot is then a later
+        # one, tagged with its own high watermark (Delta's txn version skips what is in already).
+        return self.source.valid_write_ids([full], vtl)[full], vtl
 
     def _partition_sources(
         self,
@@ -430,22 +451,29 @@ class DeltaPolicyRunner:
         meta = {"hivemesh.source": f"{db}.{name}", "hivemesh.policy": self.name}
         if event_id is not None:
             meta["hivemesh.eventId"] = str(event_id)
+        # Delta's txn action of the replica records the source event each commit came from
+        # (monotonic, unlike write ids, which txns may commit out of order)
+        app_id = f"hivemesh:{self.name}:{db}.{name}"
+        if event_id is not None:
+            done = replica.applied_version(app_id)
+            if done is not None and event_id <= done:  # committed before a restart
+                return None
         if layout.acid is not None:
             snapshot = self._snapshot(table, write_id, txn)
-            app_version = snapshot[0].high_watermark
-            meta["hivemesh.writeId"] = str(app_version)
+            committed = _last_valid(snapshot[0]) if write_id is None else write_id
+            meta["hivemesh.writeId"] = str(committed)
             meta["hivemesh.validWriteIds"] = snapshot[0].to_string()
         sources, complete = self._partition_sources(table, layout, partitions, snapshot)
         result = replica.sync(
             wanted, part_cols, layout, sources, self.source_storage.resolve, complete=complete,
-            metadata=meta, app_id=f"hivemesh:{self.name}:{db}.{name}", app_version=app_version,
+            metadata=meta, app_id=app_id, app_version=app_version,
         )  # fmt: skip
         self._register(table)
         self.last_syncs.append(result)
         if result.version is not None:
             log.info("policy %s: %s.%s -> Delta version %d (+%d -%d files, %d rows)%s", self.name, db, name,
                      result.version, result.added, result.removed, result.rows_written,
-                     f", write id {app_version}" if layout.acid else "")  # fmt: skip
+                     f", write id {meta['hivemesh.writeId']}" if layout.acid else "")  # fmt: skip
         return result
 
     def drop_replica(self, db: str, name: str, source: Table | None) -> None:
@@ -633,22 +661,11 @@ class DeltaPolicyRunner:
     def apply(self, event: NotificationEvent, out: StepResult) -> bool:
         """Apply one source event (see the module docstring); True when it was in scope."""
         msg = ev.parse_event(event)
-        if isinstance(msg, ev.OpenTxn):
-            self._open.update(msg.txn_ids)
-            return False
-        if isinstance(msg, ev.AllocWriteId):
-            if self.scope.table(msg.write_db.lower(), msg.write_table.lower()):
-                for pair in msg.txn_to_write_ids:
-                    self._writes.setdefault(pair.txnId, []).append(
-                        _Write(msg.write_db.lower(), msg.write_table.lower(), pair.writeId)
-                    )
-            return False
-        if isinstance(msg, ev.AbortTxn):
-            self._open.discard(msg.txn_id)
-            self._writes.pop(msg.txn_id, None)
+        if isinstance(msg, (ev.OpenTxn, ev.AllocWriteId, ev.AbortTxn)):
+            self._track_txn(msg)
             return False
         if isinstance(msg, ev.CommitTxn):
-            return self._commit(msg, event)
+            return self._commit(msg, event, self._track_txn(msg))
         db, table = event_object(msg)
         if db is None or table is None or not self.scope.table(db, table):
             if isinstance(msg, ev.AlterTable):
@@ -701,12 +718,30 @@ class DeltaPolicyRunner:
         self._mark(*new, ALL if not after.partitionKeys else set())  # type: ignore[arg-type]
         return True
 
-    def _commit(self, msg: ev.CommitTxn, event: NotificationEvent) -> bool:
-        self._open.discard(msg.txn_id)
-        writes = self._writes.pop(msg.txn_id, [])
-        if not writes and msg.writes:  # a restart lost the allocation: the COMMIT_TXN lists them
-            writes = [_Write(w.database.lower(), w.table.lower(), w.writeId) for w in msg.writes]
-        writes = [w for w in writes if self.scope.table(w.db, w.table)]
+    def _track_txn(self, msg: ev.Message) -> list[_Write]:
+        """Follow the source's txns: OPEN_TXN, ALLOC_WRITE_ID (write ids of tables in scope),
+        ABORT_TXN, COMMIT_TXN. Returns the write ids in scope of a committed txn."""
+        if isinstance(msg, ev.OpenTxn):
+            self._open.update(msg.txn_ids)
+            self._txn_hwm = max([self._txn_hwm or 0, *msg.txn_ids])
+        elif isinstance(msg, ev.AllocWriteId):
+            db, name = msg.write_db.lower(), msg.write_table.lower()
+            if self.scope.table(db, name):
+                for pair in msg.txn_to_write_ids:
+                    if all((w.db, w.table) != (db, name) for w in self._writes.get(pair.txnId, [])):
+                        self._writes.setdefault(pair.txnId, []).append(_Write(db, name, pair.writeId))
+        elif isinstance(msg, ev.AbortTxn):
+            self._open.discard(msg.txn_id)
+            self._writes.pop(msg.txn_id, None)
+        elif isinstance(msg, ev.CommitTxn):
+            self._open.discard(msg.txn_id)
+            writes = self._writes.pop(msg.txn_id, [])
+            if not writes and msg.writes:  # allocated before what this policy saw: Hive lists them
+                writes = [_Write(w.database.lower(), w.table.lower(), w.writeId) for w in msg.writes]
+            return [w for w in writes if self.scope.table(w.db, w.table)]
+        return []
+
+    def _commit(self, msg: ev.CommitTxn, event: NotificationEvent, writes: list[_Write]) -> bool:
         if not writes:
             return False
         for w in writes:
@@ -725,6 +760,38 @@ class DeltaPolicyRunner:
             )
         return True
 
+    # ------------------------------------------------------------------ source txns
+    def _load_source_txns(self) -> None:
+        hwm, open_txns, writes = self.store.source_txns(self.name)
+        self._txn_hwm, self._open = hwm, open_txns
+        self._writes = {t: [_Write(d, n, w) for d, n, w in ws] for t, ws in writes.items()}
+
+    def _save_source_txns(self, checkpoint: tuple[int, int | None, int] | None = None) -> None:
+        """Store the source's txns as followed so far (with ``checkpoint``: in one transaction)."""
+        writes = {
+            t: [(w.db, w.table, w.write_id) for w in ws] for t, ws in self._writes.items() if t in self._open
+        }
+        self.store.save_source_txns(self.name, self._txn_hwm, self._open, writes, checkpoint)
+
+    def _init_source_txns(self, start: int) -> None:
+        """The source's txns as of event ``start`` (a bootstrap's): txns opened and write ids
+        allocated in the :data:`LOOKBACK_EVENTS` events up to it and not ended there, plus the
+        txns open now; the highest txn id opened, from the source now. Saved at once."""
+        self._open, self._writes = set(), {}
+        after = max(0, start - LOOKBACK_EVENTS)
+        while after < start:
+            events = [e for e in self.read_events(after, 5000) if e.eventId <= start]
+            if not events:
+                break
+            for e in events:
+                if e.eventType in TXN_EVENTS:
+                    self._track_txn(ev.parse_event(e))
+            after = events[-1].eventId
+        vtl = self.source.valid_txn_list()
+        self._open |= set(vtl.open_txns)
+        self._txn_hwm = max(vtl.high_watermark, self._txn_hwm or 0)
+        self._save_source_txns()
+
     # ------------------------------------------------------------------ steps
     def step(self, until: int | None = None) -> StepResult:
         """One pass: bootstrap or resync when needed, else up to one batch of events (never
@@ -740,6 +807,7 @@ class DeltaPolicyRunner:
             self._run_resync(state.resync_reason or "interrupted resync", out)
             return out
         checkpoint = state.event_id or 0
+        self._load_source_txns()
         events = self.read_events(checkpoint, self.config.replication.batch_events)
         if events and events[0].eventId > checkpoint + 1:
             self._run_resync(
@@ -760,7 +828,7 @@ class DeltaPolicyRunner:
             last_time = e.eventTime
         self._flush(event_id=out.last_event_id)
         if out.last_event_id is not None:
-            self.store.checkpoint(self.name, out.last_event_id, last_time, out.applied)
+            self._save_source_txns((out.last_event_id, last_time, out.applied))
         if self.metrics is not None:
             self.metrics.events_applied.labels(self.name).inc(out.applied)
             self.metrics.events_skipped.labels(self.name).inc(out.skipped)
@@ -771,6 +839,7 @@ class DeltaPolicyRunner:
             start = self.current_event_id()
             self.store.update(self.name, phase="bootstrapping", bootstrap_event_id=start)
         log.info("policy %s: Delta bootstrap from source event %d", self.name, start)
+        self._init_source_txns(start)
         out.data.add(self.bootstrap(prune=prune))
         self.store.update(self.name, phase="replicating", event_id=start, copying=None)
         self.store.checkpoint(self.name, start, None, 0)
@@ -786,6 +855,7 @@ class DeltaPolicyRunner:
             self.store.update(self.name, phase="resyncing", resync_reason=reason, resyncs=st.resyncs + 1)
             if self.metrics is not None:
                 self.metrics.resyncs.labels(self.name).inc()
+        self._init_source_txns(start)
         out.data.add(self.bootstrap(prune=True))
         self.store.update(self.name, phase="replicating", copying=None)
         self.store.checkpoint(self.name, start, None, 0)
