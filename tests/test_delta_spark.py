@@ -197,16 +197,30 @@ def test_replicated_delta_tables_read_by_spark(delta_spark: tuple, tmp_path: Pat
         w.delete(
             rows.filter(pa.compute.less(rows["id"], 3)).select(["originalTransaction", "bucket", "rowId"])
         )
+        # a column renamed at the source: column mapping on the replica, and a file converted
+        # afterwards (physical column names, written by delta-rs) read by Spark with the others
+        orders = a.get_table(db, "orders")
+        orders.sd.cols = [orders.sd.cols[0], FieldSchema("total", "decimal(10,2)", None), orders.sd.cols[2]]
+        a.alter_table(db, "orders", orders)
+        loc = f"{orders.sd.location}/day=2024-01-02"
+        _write(loc, "000001_0", pa.table({
+            "id": [4], "total": pa.array([Decimal("4.50")], pa.decimal128(10, 2)),
+            "ts": pa.array([dt.datetime(2024, 1, 1, 12, 4)], pa.timestamp("ns")),
+        }), ORC)  # fmt: skip
+        a.alter_partition(db, "orders", a.get_partition(db, "orders", ["2024-01-02"]))
         assert run_once(cfg, store) == {}
         store.dispose()
 
-        got = sorted(tuple(r) for r in spark.sql(f"SELECT id, amount, ts, day FROM {db}.orders").collect())
+        got = sorted(tuple(r) for r in spark.sql(f"SELECT id, total, ts, day FROM {db}.orders").collect())
         assert got == [
             (1, Decimal("1.50"), dt.datetime(2024, 1, 1, 12, 1), dt.date(2024, 1, 1)),
             (2, Decimal("2.50"), dt.datetime(2024, 1, 1, 12, 2), dt.date(2024, 1, 1)),
             (3, Decimal("3.50"), dt.datetime(2024, 1, 1, 12, 3), dt.date(2024, 1, 2)),
+            (4, Decimal("4.50"), dt.datetime(2024, 1, 1, 12, 4), dt.date(2024, 1, 2)),
         ]
-        assert spark.sql(f"SELECT count(*) FROM {db}.orders WHERE day = DATE'2024-01-02'").first()[0] == 1
+        props = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {db}.orders").collect()}
+        assert props["delta.columnMapping.mode"] == "name"
+        assert spark.sql(f"SELECT count(*) FROM {db}.orders WHERE day = DATE'2024-01-02'").first()[0] == 2
         assert [tuple(r) for r in spark.sql(f"SELECT sku, tags, attrs FROM {db}.items").collect()] == [
             ("a", ["x", "y"], {"k": 1})
         ]

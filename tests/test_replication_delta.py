@@ -216,14 +216,76 @@ def test_plain_tables_follow_ddl_and_data(zones: Zones, mesh: Mesh) -> None:
     assert idt.schema().fields[2].metadata == {"hive.type": "varchar(10)", "comment": "added"}
     assert _rows(read_delta(ipath), ["sku", "qty", "note"]) == [("c", 3, "hi")]
 
-    # RENAME a column: the replica is written again with the new schema, rows the same
+    # RENAME a column of the ORC table (Hive reads ORC by position): Delta column mapping, no
+    # file rewritten; files converted later carry the physical names
     orders = a.get_table(db, "orders")
     orders.sd.cols = [FieldSchema("order_id", "bigint", "key"), orders.sd.cols[1]]
     a.alter_table(db, "orders", orders)
     mesh.once()
     dt = DeltaTable(path)
     assert [f.name for f in dt.schema().fields] == ["order_id", "amount", "region"]
-    assert _rows(read_delta(path), ["order_id", "region"]) == [(1, "eu"), (2, "eu"), (4, "eu"), (5, "apac")]
+    assert dt.metadata().configuration["delta.columnMapping.mode"] == "name"
+    assert set(pa.table(dt.get_add_actions(flatten=True))["path"].to_pylist()) == after  # nothing rewritten
+    new = _write(
+        f"{orders.sd.location}/region=apac", "000001_0", pa.table({"id": [6], "amount": [60.0]}), ORC
+    )
+    _insert_event(a, db, "orders", [new], ["apac"])
+    mesh.once()
+    assert _rows(read_delta(path), ["order_id", "region"]) == [
+        (1, "eu"),
+        (2, "eu"),
+        (4, "eu"),
+        (5, "apac"),
+        (6, "apac"),
+    ]
+
+    # the Parquet table (read by name): REPLACE COLUMNS dropping qty and adding price, qty's
+    # values gone and price null for the old file; the text table (by position): INT -> BIGINT,
+    # a type change: the replica is written again (Delta's type widening would lock delta-rs out)
+    items = a.get_table(db, "items")
+    items.sd.cols = [items.sd.cols[0], items.sd.cols[2], FieldSchema("price", "string", None)]
+    a.alter_table(db, "items", items)
+    notes = a.get_table(db, "notes")
+    notes.sd.cols = [FieldSchema("n", "bigint", None), notes.sd.cols[1]]
+    a.alter_table(db, "notes", notes)
+    mesh.once()
+    idt = DeltaTable(ipath)
+    assert [(f.name, f.type.type) for f in idt.schema().fields] == [
+        ("sku", "string"),
+        ("note", "string"),
+        ("price", "string"),
+    ]
+    assert _rows(read_delta(ipath), ["sku", "note", "price"]) == [("c", "hi", None)]
+    npath = _replica(zones, db, "notes")[1]
+    assert [(f.name, f.type.type) for f in DeltaTable(npath).schema().fields] == [
+        ("n", "long"),
+        ("txt", "string"),
+    ]
+    assert _rows(read_delta(npath), ["n", "txt"]) == [(1, "x"), (2, None)]
+    # another type change (BIGINT -> STRING): written again too
+    notes.sd.cols = [FieldSchema("n", "string", None), notes.sd.cols[1]]
+    a.alter_table(db, "notes", notes)
+    mesh.once()
+    assert [(f.name, f.type.type) for f in DeltaTable(npath).schema().fields] == [
+        ("n", "string"),
+        ("txt", "string"),
+    ]
+    assert _rows(read_delta(npath), ["n", "txt"]) == [("1", "x"), ("2", None)]
+    # a type change of the column-mapped ORC table: written again, still column-mapped
+    orders = a.get_table(db, "orders")
+    orders.sd.cols = [orders.sd.cols[0], FieldSchema("amount", "string", None)]
+    a.alter_table(db, "orders", orders)
+    mesh.once()
+    assert [(f.name, f.type.type) for f in DeltaTable(path).schema().fields] == [
+        ("order_id", "long"), ("amount", "string"), ("region", "string"),
+    ]  # fmt: skip
+    assert _rows(read_delta(path), ["order_id", "amount"]) == [
+        (1, "10.0"),
+        (2, "20.0"),
+        (4, "40.0"),
+        (5, "50.0"),
+        (6, "60.0"),
+    ]
 
     # verify: equal; then a replica file removed behind its back is found
     r = mesh.cli("verify", "--json")

@@ -217,6 +217,33 @@ def acid_units(
     return out
 
 
+def java_double_string(x: float | None) -> str | None:
+    """``x`` as Java's ``Double.toString`` writes it (what Hive shows when a float/double column
+    is read as a string): ``10.0``, ``1.0E7``, ``1.0E-4``, ``NaN``, ``Infinity``."""
+    if x is None:
+        return None
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0 or 1e-3 <= abs(x) < 1e7:
+        return repr(float(x))
+    import numpy as np
+
+    mantissa, exponent = np.format_float_scientific(x, unique=True, trim="0").split("e")
+    if mantissa.endswith("."):
+        mantissa += "0"
+    return f"{mantissa}E{int(exponent)}"
+
+
+def _cast(col: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
+    """Hive's conversion of a file's column to the table's type (Arrow's cast, except floating
+    point to string, written as Java does)."""
+    if pa.types.is_floating(col.type) and pa.types.is_string(to):
+        return pa.chunked_array([pa.array([java_double_string(v) for v in col.to_pylist()], pa.string())])
+    return col.cast(to, safe=False)
+
+
 def _conform(table: pa.Table, layout: FileLayout, by_name: bool) -> pa.Table:
     """``table`` with exactly the layout's columns and types: by name or by position, missing
     columns as nulls, extra ones dropped."""
@@ -229,7 +256,7 @@ def _conform(table: pa.Table, layout: FileLayout, by_name: bool) -> pa.Table:
             continue
         col = table.column(idx)
         if col.type != field.type:
-            col = col.cast(field.type, safe=False)
+            col = _cast(col, field.type)
         arrays.append(col)
     return pa.Table.from_arrays(arrays, schema=layout.schema)
 

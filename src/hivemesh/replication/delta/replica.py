@@ -26,12 +26,49 @@ import pyarrow.fs as pafs
 
 from hivemesh.replication.delta.files import FileLayout, Unit, read_unit, unit_key_of, write_unit
 from hivemesh.replication.delta.schema import SchemaChange, plan_schema_change
+from hivemesh.replication.delta.spark_ddl import run_statements
 
 __all__ = ["DeltaReplica", "PartitionSource", "ReplicaSync", "partition_directory"]
 
 log = logging.getLogger("hivemesh.replication.delta")
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+COLUMN_MAPPING = "delta.columnMapping.mode"
+ENABLE_COLUMN_MAPPING = (
+    "ALTER TABLE {table} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+    "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')"
+)
+_PHYSICAL = b"delta.columnMapping.physicalName"
+_FIELD_ID = b"delta.columnMapping.id"
+
+
+def physical_names(schema: pa.Schema) -> dict[str, str]:
+    """``{logical name: physical name}`` of a column-mapped replica's top-level columns (empty
+    without column mapping)."""
+    out = {}
+    for f in schema:
+        meta = f.metadata or {}
+        if _PHYSICAL in meta:
+            out[f.name] = meta[_PHYSICAL].decode()
+    return out
+
+
+def to_physical(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` (logical column names) as a column-mapped replica's data files hold them: columns
+    named by their physical names, with their Parquet field ids (nested fields keep their
+    names: Delta maps nested fields of files written this way by name)."""
+    fields = []
+    by_name = {f.name: f for f in schema}
+    for name in rows.column_names:
+        f = by_name[name]
+        meta = f.metadata or {}
+        field_meta = {b"PARQUET:field_id": meta[_FIELD_ID]} if _FIELD_ID in meta else None
+        fields.append(
+            pa.field(meta.get(_PHYSICAL, name.encode()).decode(), rows[name].type, metadata=field_meta)
+        )
+    return pa.Table.from_arrays(rows.columns, schema=pa.schema(fields))
+
+
 _SAFE_DIR = re.compile(r"^[A-Za-z0-9_.=:-]+$")
 
 
@@ -91,8 +128,10 @@ class DeltaReplica:
         root: str,
         storage_options: dict[str, str] | None = None,
         threads: int = 4,
+        spark_conf: dict[str, str] | None = None,
     ):
         self.uri = uri
+        self.spark_conf = spark_conf or {}
         self.fs = fs
         self.root = root.rstrip("/")
         self.storage_options = storage_options or None
@@ -147,16 +186,26 @@ class DeltaReplica:
             pass
 
     # ------------------------------------------------------------------ files
-    def files(self, partition_by: Sequence[str]) -> dict[tuple[str | None, ...], dict[str, tuple[str, int]]]:
+    def files(
+        self, partition_by: Sequence[str], physical: dict[str, str] | None = None
+    ) -> dict[tuple[str | None, ...], dict[str, tuple[str, int]]]:
         """The replica's live files by partition values then unit key: ``{values: {key: (path,
-        size)}}``; a file hivemesh did not write gets the key ``?<path>`` (removed by a sync)."""
+        size)}}``; a file hivemesh did not write gets the key ``?<path>`` (removed by a sync).
+        ``physical``: :func:`physical_names` of a column-mapped replica."""
         actions = pa.table(self.table().get_add_actions(flatten=True))
         out: dict[tuple[str | None, ...], dict[str, tuple[str, int]]] = {}
         if not actions.num_rows:
             return out
         paths = actions["path"].to_pylist()
         sizes = actions["size_bytes"].to_pylist()
-        parts = [actions[f"partition.{k}"].cast(pa.string()).to_pylist() for k in partition_by]
+        physical = physical or {}
+        names = set(actions.column_names)
+
+        def column(k: str) -> str:
+            logical = f"partition.{k}"
+            return logical if logical in names else f"partition.{physical.get(k, k)}"
+
+        parts = [actions[column(k)].cast(pa.string()).to_pylist() for k in partition_by]
         for i, path in enumerate(paths):
             values = tuple(p[i] for p in parts)
             key = unit_key_of(path) or f"?{path}"
@@ -196,7 +245,8 @@ class DeltaReplica:
                     "%s: version %d of %s already committed; nothing to do", self.uri, app_version, app_id
                 )
                 return out
-        change = plan_schema_change(self.schema(), wanted, partition_by)
+        positional = layout.acid == "full" or layout.file_format != "parquet"
+        change = plan_schema_change(self.schema(), wanted, partition_by, positional)
         out.schema_change = change
         if change.rewrite and not complete:
             raise ValueError(
@@ -204,9 +254,13 @@ class DeltaReplica:
             )
         if change.rewrite:
             out.rewritten, out.reason = True, change.reason
+        elif change.statements:
+            self._alter(change)
         elif change.added or change.comments:
             self._evolve(change)
-        current = self.files(partition_by)
+        schema = self.schema()
+        physical = physical_names(schema)
+        current = self.files(partition_by, physical)
         sources = list(sources)
         seen: set[tuple[str | None, ...]] = set()
         todo: list[tuple[Unit, dict[str, str | None], str]] = []
@@ -238,7 +292,10 @@ class DeltaReplica:
         ) -> tuple[Any, dict[str, str | None]] | None:
             unit, pv, directory = item
             fs, root = resolve(unit.location)
-            return write_unit(read_unit(unit, layout, fs, root), self.fs, self.root, directory, unit.key), pv
+            rows = read_unit(unit, layout, fs, root)
+            if physical:
+                rows = to_physical(rows, schema)
+            return write_unit(rows, self.fs, self.root, directory, unit.key), pv
 
         actions: list[Any] = []
         with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="delta-convert") as pool:
@@ -246,6 +303,7 @@ class DeltaReplica:
                 if res is None or res[0] is None:
                     continue
                 written, pv = res
+                pv = {physical.get(k, k): v for k, v in pv.items()}
                 actions.append(
                     AddAction(written.path, written.size, pv, written.mtime_ms, True, written.stats)
                 )
@@ -255,6 +313,7 @@ class DeltaReplica:
         now = int(time.time() * 1000)
         if not out.rewritten:
             for path, size, pv in removes:
+                pv = {physical.get(k, k): v for k, v in pv.items()}
                 actions.append(RemoveAction(path, True, now, size, pv))
         out.removed = len(removes)
         if not actions and not out.rewritten:
@@ -265,15 +324,59 @@ class DeltaReplica:
             if app_id and app_version is not None
             else None,
         )
+        if out.rewritten and physical:
+            wanted = self._annotate(wanted, schema)
         self.table().create_write_transaction(
             actions,
             "overwrite" if out.rewritten else "append",
-            wanted,
+            wanted if out.rewritten else schema,
             partition_by=list(partition_by) or None,
             commit_properties=props,
         )
         out.version = self.table().version()
         return out
+
+    def column_mapping(self) -> bool:
+        """Whether the replica uses Delta column mapping."""
+        return (self.table().metadata().configuration or {}).get(COLUMN_MAPPING, "none") != "none"
+
+    def _annotate(self, wanted: pa.Schema, current: pa.Schema) -> Any:
+        """``wanted`` as a delta-rs schema with the column-mapping annotations a column-mapped
+        replica's schema needs: those of the current column of the same name, fresh ones (above
+        the table's ``delta.columnMapping.maxColumnId``, raised) for new names."""
+        import uuid
+
+        from deltalake import Schema as DeltaSchema
+        from deltalake.schema import Field
+
+        by_name = {f.name: f for f in current}
+        config = self.table().metadata().configuration or {}
+        before = int(config.get("delta.columnMapping.maxColumnId") or 0)
+        top = max([before, *(int((f.metadata or {}).get(_FIELD_ID, b"0")) for f in current)])
+        fields = []
+        for f in DeltaSchema.from_arrow(wanted).fields:
+            meta: dict[str, Any] = dict(f.metadata or {})
+            old = (by_name[f.name].metadata or {}) if f.name in by_name else {}
+            if _PHYSICAL in old:
+                meta["delta.columnMapping.physicalName"] = old[_PHYSICAL].decode()
+                meta["delta.columnMapping.id"] = int(old[_FIELD_ID])
+            else:
+                top += 1
+                meta["delta.columnMapping.physicalName"] = f"col-{uuid.uuid4()}"
+                meta["delta.columnMapping.id"] = top
+            fields.append(Field(f.name, f.type, nullable=f.nullable, metadata=meta))
+        if top > before:
+            self.table().alter.set_table_properties({"delta.columnMapping.maxColumnId": str(top)})
+        return DeltaSchema(fields)
+
+    def _alter(self, change: SchemaChange) -> None:
+        """Run the change's ALTER TABLE statements through Delta Lake for Spark, turning column
+        mapping on first when the replica has none (each statement one Delta commit)."""
+        statements = list(change.statements)
+        if change.column_mapping and not self.column_mapping():
+            statements.insert(0, ENABLE_COLUMN_MAPPING)
+        log.info("%s: schema change through Delta Lake for Spark: %s", self.uri, "; ".join(statements))
+        run_statements(self.uri, statements, conf=self.spark_conf)
 
     def _evolve(self, change: SchemaChange) -> None:
         """Apply added columns and comment changes as Delta metadata commits."""

@@ -553,14 +553,20 @@ class DeltaPolicyRunner:
                 if not replica.exists():
                     diffs.append(Difference("missing", "table", full, f"no Delta table at {replica.uri}"))
                     continue
+                parts = {c.name.lower() for c in table.partitionKeys or []}
                 got, want = field_signatures(replica.schema()), field_signatures(wanted)
-                if [g[:2] for g in got] != [w[:2] for w in want]:
+                # data columns in order; partition columns wherever Delta put them
+                got = [g[:2] for g in got if g[0] not in parts] + sorted(g[:2] for g in got if g[0] in parts)
+                want = [w[:2] for w in want if w[0] not in parts] + sorted(
+                    w[:2] for w in want if w[0] in parts
+                )
+                if got != want:
                     diffs.append(
                         Difference(
                             "different",
                             "table",
                             full,
-                            f"schema {[w[:2] for w in want]} != {[g[:2] for g in got]}",
+                            f"schema {want} != {got}",
                         )
                     )
                     continue

@@ -1,7 +1,7 @@
 """Reading a Delta replica and comparing it with its Hive source table.
 
 :func:`read_delta` reads a Delta table (any version) from the files its log lists, with pyarrow;
-it reads tables hivemesh writes (no deletion vectors, no column mapping) and refuses others.
+it reads tables hivemesh writes (column mapping included; no deletion vectors) and refuses others.
 :func:`compare_replica` compares one replica with its source: schema (names and types as
 :func:`~hivemesh.replication.delta.schema.delta_schema` maps them), partitions, and rows by an
 order-independent checksum of their contents.
@@ -28,24 +28,23 @@ def read_delta(
 ) -> pa.Table:
     """The rows of the Delta table at ``uri`` (``version`` None: the latest) in its schema's
     column order, partition values as typed columns. ``filesystem``/``root``: where to read the
-    data files (default: local paths under ``uri``). Raises ValueError for a table using deletion
-    vectors or column mapping."""
+    data files (default: local paths under ``uri``). Column mapping (name mode) is followed.
+    Raises ValueError for a table using deletion vectors."""
     from deltalake import DeltaTable
 
     dt = DeltaTable(uri, version=version, storage_options=storage_options)
-    config = dt.metadata().configuration or {}
-    if config.get("delta.columnMapping.mode", "none") != "none":
-        raise ValueError(f"{uri}: column mapping is not read by hivemesh's Delta reader")
     schema = pa.schema(dt.schema().to_arrow())
+    physical = {
+        f.name: (f.metadata or {}).get(b"delta.columnMapping.physicalName", f.name.encode()).decode()
+        for f in schema
+    }
     part_cols = list(dt.metadata().partition_columns)
     actions = pa.table(dt.get_add_actions(flatten=True))
-    if (
-        "deletionVector.storageType" in actions.column_names
-        and actions["deletionVector.storageType"].null_count < actions.num_rows
-    ):
+    dv = "deletionVector.storageType"
+    if dv in actions.column_names and actions[dv].null_count < actions.num_rows:
         raise ValueError(f"{uri}: deletion vectors are not read by hivemesh's Delta reader")
     base = (root or uri).rstrip("/")
-    data_schema = pa.schema([f for f in schema if f.name not in part_cols])
+    plain = pa.schema([pa.field(f.name, f.type) for f in schema])
     parts = []
     for i, path in enumerate(actions["path"].to_pylist()):
         full = path if "://" in path or path.startswith("/") else f"{base}/{path}"
@@ -53,19 +52,19 @@ def read_delta(
         cols = []
         for f in schema:
             if f.name in part_cols:
-                v = actions[f"partition.{f.name}"][i].as_py()
+                key = f"partition.{f.name}"
+                if key not in actions.column_names:
+                    key = f"partition.{physical[f.name]}"
+                v = actions[key][i].as_py()
                 cols.append(
                     pa.array([v] * t.num_rows).cast(f.type) if v is not None else pa.nulls(t.num_rows, f.type)
                 )
-            elif f.name in t.column_names:
-                cols.append(t[f.name].cast(f.type))
+            elif physical[f.name] in t.column_names:
+                cols.append(t[physical[f.name]].cast(f.type))
             else:
                 cols.append(pa.nulls(t.num_rows, f.type))
-        parts.append(pa.Table.from_arrays(cols, schema=pa.schema([pa.field(f.name, f.type) for f in schema])))
-    if not parts:
-        return pa.schema([pa.field(f.name, f.type) for f in schema]).empty_table()
-    del data_schema
-    return pa.concat_tables(parts)
+        parts.append(pa.Table.from_arrays(cols, schema=plain))
+    return pa.concat_tables(parts) if parts else plain.empty_table()
 
 
 def rows_digest(table: pa.Table) -> tuple[int, str]:
