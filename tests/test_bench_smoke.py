@@ -274,3 +274,21 @@ def test_replication_bench_tiny_run(tmp_path: Path) -> None:
     assert scale["events"] >= 1000 and scale["events_s"] > 0
     assert res["lag"]["changes"] > 0 and res["lag"]["missing"] == 0
     assert "ratio" in proc.stdout and "p50" in proc.stdout
+
+
+def test_delta_bench_tiny_run(tmp_path: Path) -> None:
+    """``bench/delta.py`` at scale 0.01 without the Spark competitor: exits 0 and reports every
+    section (conversion, one partition's INSERT, the two 1% ACID deletes) with sane figures."""
+    out_json = tmp_path / "delta.json"
+    proc = subprocess.run(
+        [sys.executable, str(repo_root() / "bench" / "delta.py"), "--scale", "0.01", "--acid-rows", "4000",
+         "--no-spark", "--cache", str(tmp_path / "cache"), "--json", str(out_json)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-5000:]
+    data = json.loads(out_json.read_text())
+    assert data["rows"] > 50_000 and data["convert"]["hivemesh_s"] > 0
+    assert data["insert"]["files_added"] == 1 and data["insert"]["files_removed"] == 0
+    clustered, scattered = data["acid"]["clustered"], data["acid"]["scattered"]
+    assert clustered["files_removed"] == 1 and clustered["rows_deleted"] == 40
+    assert 1 <= scattered["files_removed"] <= data["acid"]["replica_files"]

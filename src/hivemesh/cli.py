@@ -125,18 +125,33 @@ def metastore(config_path: str | None, **opts: object) -> None:
     is_flag=True,
     help="Spread the tables over two zones (metastores in DATA_DIR/zones); query them through a proxy.",
 )
+@click.option(
+    "--delta",
+    is_flag=True,
+    help="Load Hive tables in one zone, replicate them as Delta tables into another "
+    "(DATA_DIR/delta-zones) and query those with Spark and Delta.",
+)
 def quickstart(
-    metastore_uri: str | None, scale: float, data_dir: Path, log_level: str, federated: bool
+    metastore_uri: str | None, scale: float, data_dir: Path, log_level: str, federated: bool, delta: bool
 ) -> None:
     """Load TPC-H into Hive ORC tables through Spark and check analytical queries against the files.
 
     With no --metastore-uri, starts an embedded hivemesh metastore on SQLite in DATA_DIR.
     With --federated, spreads the tables over two zones and queries them through a hivemesh proxy.
-    A second run reuses the generated data and the loaded tables.
+    With --delta, replicates the Hive tables as Delta Lake tables into a second zone and queries
+    those. A second run reuses the generated data and the loaded tables.
     """
-    if federated and metastore_uri is not None:
-        raise click.UsageError("--federated starts its own metastores: leave out --metastore-uri")
+    if (federated or delta) and metastore_uri is not None:
+        raise click.UsageError(
+            "--federated and --delta start their own metastores: leave out --metastore-uri"
+        )
+    if federated and delta:
+        raise click.UsageError("choose one of --federated and --delta")
     _setup_logging(log_level)
+    if delta:
+        from hivemesh.quickstart.delta import run_delta
+
+        sys.exit(run_delta(scale=scale, data_dir=data_dir))
     if federated:
         from hivemesh.quickstart.federated import run_federated
 

@@ -49,8 +49,11 @@ def write_log4j2_config(path: Path, level: str) -> Path:
     return path
 
 
-def quickstart_session(metastore_uri: str | None, data_dir: Path, master: str = "local[2]") -> SparkSession:
-    """A SparkSession for the quickstart whose warehouse is ``data_dir/warehouse``.
+def quickstart_session(
+    metastore_uri: str | None, data_dir: Path, master: str = "local[2]", delta: bool = False
+) -> SparkSession:
+    """A SparkSession for the quickstart whose warehouse is ``data_dir/warehouse``; ``delta``:
+    Delta Lake for Spark on (see :func:`hivemesh.spark.session`).
 
     ``metastore_uri``: ``thrift://host:port`` of a Hive metastore; None uses Spark's own embedded
     Derby catalog in ``data_dir/derby`` (a development fallback: no Thrift metastore involved).
@@ -76,6 +79,7 @@ def quickstart_session(metastore_uri: str | None, data_dir: Path, master: str = 
         warehouse=str(data_dir / "warehouse"),
         app_name="hivemesh-quickstart",
         master=master,
+        delta=delta,
         **conf,
     )
     spark.sparkContext.setLogLevel(level)

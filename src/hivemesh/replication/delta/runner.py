@@ -312,6 +312,12 @@ class DeltaPolicyRunner:
         location = self.relocate(table.sd.location)
         if not location:
             raise ReplicationError(f"{table.dbName}.{table.tableName} has no location")
+        if location.rstrip("/") == table.sd.location.rstrip("/"):
+            raise ReplicationError(
+                f"policy {self.name}: {table.dbName}.{table.tableName} is at {table.sd.location}, under no "
+                "source prefix of the policy's paths (or the source zone's warehouse): refusing to write its "
+                "Delta replica into the source table's own directory"
+            )
         fs, root = self.target_storage.resolve(location)
         return DeltaReplica(_delta_uri(location), fs, root, self.storage_options, threads=self.threads)
 
