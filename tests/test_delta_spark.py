@@ -128,10 +128,16 @@ def test_hive_and_delta_tables_side_by_side(delta_spark: tuple, tmp_path: Path) 
     assert sorted(r.tableName for r in spark.sql("SHOW TABLES IN mixed").collect()) == ["d", "h"]
 
 
-def test_replicated_delta_tables_read_by_spark(delta_spark: tuple, tmp_path: Path) -> None:
+def test_replicated_delta_tables_read_by_spark(
+    delta_spark: tuple, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A ``format: delta`` policy from a hivemesh zone of Hive tables into this session's
-    metastore: Spark with Delta reads every replica by name and by path, equal to the source,
-    and ``VERSION AS OF`` the Delta version of an ACID write id equals that Hive snapshot."""
+    metastore, its conversions run as Spark jobs on this session (``spark_copy_threshold_mb: 0``):
+    Spark with Delta reads every replica by name and by path, equal to the source, and ``VERSION
+    AS OF`` the Delta version of an ACID write id equals that Hive snapshot."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="hivemesh.replication.delta")
     import pyarrow as pa
     from hive_metastore.ttypes import Database, FieldSchema, Partition
 
@@ -185,7 +191,7 @@ def test_replicated_delta_tables_read_by_spark(delta_spark: tuple, tmp_path: Pat
         cfg = parse_replication_config({
             "zones": {"a": {"metastore": zone_a.uri, "warehouse": _warehouse(a)},
                       "b": {"metastore": ms.uri, "warehouse": _warehouse(b)}},
-            "replication": {"store": f"sqlite:///{tmp_path / 'r.db'}",
+            "replication": {"store": f"sqlite:///{tmp_path / 'r.db'}", "spark_copy_threshold_mb": 0,
                             "policies": [{"name": "to-delta", "source": "a", "target": "b", "databases": [db], "format": "delta"}]},
         })  # fmt: skip
         store = ReplicationStore(cfg.replication.store)
@@ -211,6 +217,7 @@ def test_replicated_delta_tables_read_by_spark(delta_spark: tuple, tmp_path: Pat
         assert run_once(cfg, store) == {}
         store.dispose()
 
+        assert "as a Spark job" in caplog.text
         got = sorted(tuple(r) for r in spark.sql(f"SELECT id, total, ts, day FROM {db}.orders").collect())
         assert got == [
             (1, Decimal("1.50"), dt.datetime(2024, 1, 1, 12, 1), dt.date(2024, 1, 1)),

@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow.fs as pafs
 
@@ -30,7 +31,17 @@ from hivemesh.replication.state import FileRecord, ReplicationStore
 from hivemesh.storage.copy import checksum, copy_file, is_temporary
 from hivemesh.storage.locations import delete_path, local_path, resolve_location
 
-__all__ = ["CopyTask", "DataMover", "FsSpec", "SyncPlan", "SyncResult", "ZoneStorage", "copy_task"]
+__all__ = [
+    "CopyTask",
+    "DataMover",
+    "FsSpec",
+    "SyncPlan",
+    "SyncResult",
+    "ZoneStorage",
+    "copy_task",
+    "open_fs",
+    "spark_context",
+]
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +72,35 @@ _FS_CACHE: dict[FsSpec, pafs.FileSystem] = {}
 _FS_LOCK = threading.Lock()
 
 
+def open_fs(spec: FsSpec) -> pafs.FileSystem:
+    """The file system of ``spec``, opened once per process (on Spark executors too)."""
+    return _open(spec)
+
+
 def _open(spec: FsSpec) -> pafs.FileSystem:
     with _FS_LOCK:
         fs = _FS_CACHE.get(spec)
         if fs is None:
             fs = _FS_CACHE[spec] = spec.open()
         return fs
+
+
+def spark_context(master: str | None, app_name: str) -> Any:
+    """The SparkContext a replication job runs on: this process's active session's, else a new
+    session's (``master``, default ``local[*]``). A local context started here runs its Python
+    workers on this interpreter (they must import hivemesh)."""
+    from pyspark.sql import SparkSession  # heavy: only for jobs above the threshold
+
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif SparkSession.getActiveSession() is None:
+        builder = builder.master("local[*]")
+    if SparkSession.getActiveSession() is None and (master or "local").startswith("local"):
+        # local Python workers must import hivemesh: a context started from Python runs them on
+        # $PYSPARK_PYTHON, else on whatever ``python3`` is on PATH; make it this interpreter
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    return builder.getOrCreate().sparkContext
 
 
 class ZoneStorage:
@@ -300,19 +334,7 @@ class DataMover:
         return result
 
     def _spark_copy(self, tasks: list[CopyTask]) -> list[tuple[str, int, str | None]]:
-        from pyspark.sql import SparkSession  # heavy: only for copies above the threshold
-
-        builder = SparkSession.builder.appName("hivemesh-replication-copy")
-        if self.spark_master:
-            builder = builder.master(self.spark_master)
-        elif SparkSession.getActiveSession() is None:
-            builder = builder.master("local[*]")
-        if SparkSession.getActiveSession() is None and (self.spark_master or "local").startswith("local"):
-            # local Python workers must import hivemesh: a context started from Python runs them on
-            # $PYSPARK_PYTHON, else on whatever ``python3`` is on PATH; make it this interpreter
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        spark = builder.getOrCreate()
-        sc = spark.sparkContext
+        sc = spark_context(self.spark_master, "hivemesh-replication-copy")
         slices = max(1, min(len(tasks), sc.defaultParallelism * 4))
         log.info("copying %d files as a Spark job (%d tasks)", len(tasks), slices)
         results: list[tuple[str, int, str | None]] = sc.parallelize(tasks, slices).map(copy_task).collect()

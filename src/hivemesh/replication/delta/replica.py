@@ -24,7 +24,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hivemesh.replication.delta.files import FileLayout, Unit, read_unit, unit_key_of, write_unit
+from hivemesh.replication.data import FsSpec, open_fs, spark_context
+from hivemesh.replication.delta.files import FileLayout, Unit, WrittenFile, read_unit, unit_key_of, write_unit
 from hivemesh.replication.delta.schema import SchemaChange, plan_schema_change
 from hivemesh.replication.delta.spark_ddl import run_statements
 
@@ -89,6 +90,21 @@ def partition_directory(keys: Sequence[str], values: Sequence[str | None]) -> st
     return "/".join(parts)
 
 
+ConvertTask = tuple[Any, str, Unit, FileLayout, Any, str, str, "pa.Schema | None"]
+"""One unit to convert: ``(source FsSpec, source location path, unit, layout, replica FsSpec,
+replica root, directory under it, replica schema when column-mapped else None)``."""
+
+
+def convert_unit(task: ConvertTask) -> WrittenFile | None:
+    """Read one unit and write its Parquet file into the replica (module-level: Spark executors
+    run it too). None when the unit has no rows."""
+    src_spec, src_root, unit, layout, dst_spec, dst_root, directory, schema = task
+    rows = read_unit(unit, layout, open_fs(src_spec), src_root)
+    if schema is not None:
+        rows = to_physical(rows, schema)
+    return write_unit(rows, open_fs(dst_spec), dst_root, directory, unit.key)
+
+
 @dataclass
 class PartitionSource:
     """What a sync reads for one partition (or the whole unpartitioned table): its partition
@@ -119,7 +135,10 @@ class ReplicaSync:
 
 class DeltaReplica:
     """The Delta table at ``uri`` (``storage_options``: delta-rs's object-store options), whose
-    files are written through ``fs`` at ``root`` (the same place as a pyarrow path)."""
+    files are written through ``fs`` at ``root`` (the same place as a pyarrow path; ``spec``: how
+    a Spark executor opens ``fs``). Syncs converting at least ``spark_threshold_bytes`` of source
+    files (None: never) run the conversions as a Spark job (``spark_master``); the commit stays
+    here. ``spark_conf``: settings of the Spark process that runs schema changes."""
 
     def __init__(
         self,
@@ -129,9 +148,15 @@ class DeltaReplica:
         storage_options: dict[str, str] | None = None,
         threads: int = 4,
         spark_conf: dict[str, str] | None = None,
+        spec: FsSpec | None = None,
+        spark_threshold_bytes: int | None = None,
+        spark_master: str | None = None,
     ):
         self.uri = uri
         self.spark_conf = spark_conf or {}
+        self.spec = spec
+        self.spark_threshold_bytes = spark_threshold_bytes
+        self.spark_master = spark_master
         self.fs = fs
         self.root = root.rstrip("/")
         self.storage_options = storage_options or None
@@ -219,7 +244,7 @@ class DeltaReplica:
         partition_by: Sequence[str],
         layout: FileLayout,
         sources: Iterable[PartitionSource],
-        resolve: Callable[[str], tuple[pafs.FileSystem, str]],
+        resolve: Callable[[str], tuple[FsSpec, str]],
         *,
         complete: bool = False,
         metadata: dict[str, str] | None = None,
@@ -230,7 +255,7 @@ class DeltaReplica:
         ``wanted`` as its schema, in one Delta commit (see the module docstring).
 
         ``complete``: ``sources`` lists every partition the source has, so replica partitions
-        not in it are removed. ``resolve``: a source location -> ``(file system, path)``.
+        not in it are removed. ``resolve``: a source location -> ``(FsSpec, path)``.
         ``metadata``: extra ``commitInfo`` entries. ``app_id``/``app_version``: the Delta
         ``txn`` recorded with the commit; a version not above the recorded one commits nothing
         (the change is already in the replica). Raises what reading the source or delta-rs
@@ -287,29 +312,28 @@ class DeltaReplica:
         if not todo and not removes and not out.rewritten:
             return out
 
-        def convert(
-            item: tuple[Unit, dict[str, str | None], str],
-        ) -> tuple[Any, dict[str, str | None]] | None:
-            unit, pv, directory = item
-            fs, root = resolve(unit.location)
-            rows = read_unit(unit, layout, fs, root)
-            if physical:
-                rows = to_physical(rows, schema)
-            return write_unit(rows, self.fs, self.root, directory, unit.key), pv
-
+        tasks = [
+            (
+                *resolve(unit.location),
+                unit,
+                layout,
+                self.spec,
+                self.root,
+                directory,
+                schema if physical else None,
+            )
+            for unit, _, directory in todo
+        ]
+        written_files = self._convert(tasks, sum(unit.size for unit, _, _ in todo))
         actions: list[Any] = []
-        with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="delta-convert") as pool:
-            for res in pool.map(convert, todo):
-                if res is None or res[0] is None:
-                    continue
-                written, pv = res
-                pv = {physical.get(k, k): v for k, v in pv.items()}
-                actions.append(
-                    AddAction(written.path, written.size, pv, written.mtime_ms, True, written.stats)
-                )
-                out.added += 1
-                out.rows_written += written.rows
-                out.bytes_written += written.size
+        for written, (_, pv, _) in zip(written_files, todo, strict=True):
+            if written is None:
+                continue
+            pv = {physical.get(k, k): v for k, v in pv.items()}
+            actions.append(AddAction(written.path, written.size, pv, written.mtime_ms, True, written.stats))
+            out.added += 1
+            out.rows_written += written.rows
+            out.bytes_written += written.size
         now = int(time.time() * 1000)
         if not out.rewritten:
             for path, size, pv in removes:
@@ -335,6 +359,19 @@ class DeltaReplica:
         )
         out.version = self.table().version()
         return out
+
+    def _convert(self, tasks: list[ConvertTask], source_bytes: int) -> list[WrittenFile | None]:
+        """Run :func:`convert_unit` over ``tasks``: on this machine's threads, or as a Spark job
+        when ``source_bytes`` reaches the threshold."""
+        if self.spec is None:
+            raise ValueError(f"{self.uri}: no file system spec to write the replica's files with")
+        if self.spark_threshold_bytes is not None and source_bytes >= self.spark_threshold_bytes and tasks:
+            sc = spark_context(self.spark_master, "hivemesh-delta-convert")
+            slices = max(1, min(len(tasks), sc.defaultParallelism * 4))
+            log.info("%s: converting %d files (%d bytes) as a Spark job", self.uri, len(tasks), source_bytes)
+            return list(sc.parallelize(tasks, slices).map(convert_unit).collect())
+        with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="delta-convert") as pool:
+            return list(pool.map(convert_unit, tasks))
 
     def column_mapping(self) -> bool:
         """Whether the replica uses Delta column mapping."""

@@ -319,7 +319,12 @@ class DeltaPolicyRunner:
                 "Delta replica into the source table's own directory"
             )
         fs, root = self.target_storage.resolve(location)
-        return DeltaReplica(_delta_uri(location), fs, root, self.storage_options, threads=self.threads)
+        rc = self.config.replication
+        return DeltaReplica(
+            _delta_uri(location), fs, root, self.storage_options, threads=self.threads,
+            spec=self.target_storage.spec(location)[0],
+            spark_threshold_bytes=rc.spark_copy_threshold_mb * 1024 * 1024, spark_master=rc.spark_master,
+        )  # fmt: skip
 
     def _register(self, table: Table) -> None:
         """Create (or update) the target metastore's entry of ``table``'s replica, and its
@@ -471,7 +476,7 @@ class DeltaPolicyRunner:
             meta["hivemesh.validWriteIds"] = snapshot[0].to_string()
         sources, complete = self._partition_sources(table, layout, partitions, snapshot)
         result = replica.sync(
-            wanted, part_cols, layout, sources, self.source_storage.resolve, complete=complete,
+            wanted, part_cols, layout, sources, self.source_storage.spec, complete=complete,
             metadata=meta, app_id=app_id, app_version=app_version,
         )  # fmt: skip
         self._register(table)
