@@ -268,22 +268,60 @@ def _read_plain(path: str, layout: FileLayout, fs: pafs.FileSystem) -> pa.Table:
     if fmt == "parquet":
         return _conform(pq.read_table(path, filesystem=fs), layout, by_name=True)
     if fmt == "textfile":
-        import pyarrow.csv as pacsv
-
-        names = [n for n, _ in layout.columns]
         with fs.open_input_stream(path) as f:
-            table = pacsv.read_csv(
-                f,
-                read_options=pacsv.ReadOptions(column_names=names),
-                parse_options=pacsv.ParseOptions(delimiter=layout.field_delimiter, quote_char=False),
-                convert_options=pacsv.ConvertOptions(
-                    null_values=[HIVE_TEXT_NULL],
-                    strings_can_be_null=True,
-                    column_types={f.name: f.type for f in layout.schema},
-                ),
-            )
-        return _conform(table, layout, by_name=False)
+            return _read_text(f.read(), layout)
     raise ValueError(f"unsupported file format {fmt!r} (orc, parquet, textfile)")
+
+
+_MISSING = "\ufffe"  # marks a field a text row does not have (it reads as NULL, as in Hive)
+
+
+def _parse(strings: pa.Array, to: pa.DataType) -> pa.Array:
+    """Hive text values as ``to``: Arrow's cast; a value it cannot parse becomes NULL (as Hive
+    reads it), one by one only when the whole-column cast fails."""
+    if pa.types.is_string(to):
+        return strings
+    if pa.types.is_boolean(to):
+        lowered = pc.utf8_lower(strings)
+        return pc.if_else(
+            pc.equal(lowered, "true"), True, pc.if_else(pc.equal(lowered, "false"), False, None)
+        )
+    try:
+        return strings.cast(to)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        out = []
+        for v in strings.to_pylist():
+            try:
+                out.append(pa.array([v], pa.string()).cast(to)[0].as_py() if v is not None else None)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                out.append(None)
+        return pa.array(out, to)
+
+
+def _read_text(data: bytes, layout: FileLayout) -> pa.Table:
+    """A LazySimpleSerDe text file: one row per line, fields split at the field delimiter by
+    position; a row with fewer fields has NULLs after them (columns added later), extra fields
+    are ignored, ``\\N`` is NULL. Nested column types are not read (ValueError)."""
+    if any(pa.types.is_nested(f.type) for f in layout.schema):
+        raise ValueError("text tables with array, map or struct columns are not read yet")
+    text = data.decode("utf-8", errors="replace")
+    if text.endswith("\n"):
+        text = text[:-1]
+    if not text:
+        return layout.schema.empty_table()
+    lines = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
+    lines = pc.replace_substring_regex(lines, "\r$", "")
+    n = len(layout.schema)
+    padded = pc.binary_join_element_wise(lines, (layout.field_delimiter + _MISSING) * n, "")
+    fields = pc.split_pattern(padded, layout.field_delimiter)
+    arrays = []
+    for i, field in enumerate(layout.schema):
+        values = pc.list_element(fields, i)
+        values = pc.if_else(
+            pc.or_(pc.equal(values, _MISSING), pc.equal(values, HIVE_TEXT_NULL)), None, values
+        )
+        arrays.append(_parse(values, field.type))
+    return pa.Table.from_arrays(arrays, schema=layout.schema)
 
 
 def read_unit(unit: Unit, layout: FileLayout, fs: pafs.FileSystem, root: str) -> pa.Table:
