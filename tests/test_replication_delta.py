@@ -650,3 +650,23 @@ def test_kill_9_during_conversions_commits_nothing_twice(zones: Zones, mesh: Mes
     r = mesh.cli("verify", "--json")
     assert r.returncode == 0, r.stdout
     src.close()
+
+
+def test_a_rule_change_brings_new_tables_in(zones: Zones, mesh: Mesh) -> None:
+    """A database added to the policy's rules after its bootstrap gets its replicas at the next
+    run; the events of the first database keep flowing."""
+    a = zones.a
+    first, second = "dl_rules_a", "dl_rules_b"
+    for db in (first, second):
+        a.create_database(Database(name=db))
+        t = _table(a, db, "t", [FieldSchema("x", "int", None)], ORC)
+        _write(t.sd.location, "000000_0", pa.table({"x": pa.array([1], pa.int32())}), ORC)
+    policy = {**_policy(first), "name": "dl-rules"}
+    mesh.write([policy]).once()
+    assert second not in zones.b.get_all_databases()
+    t = a.get_table(first, "t")
+    new = _write(t.sd.location, "000001_0", pa.table({"x": pa.array([2], pa.int32())}), ORC)
+    _insert_event(a, first, "t", [new])
+    mesh.write([{**policy, "databases": [first, second]}]).once()
+    assert _rows(read_delta(_replica(zones, second, "t")[1]), ["x"]) == [(1,)]
+    assert _rows(read_delta(_replica(zones, first, "t")[1]), ["x"]) == [(1,), (2,)]

@@ -267,6 +267,7 @@ class DeltaPolicyRunner:
         self._open: set[int] = set()  # source txns open
         self._writes: dict[int, list[_Write]] = {}  # open source txn -> its write ids in scope
         self._refused: set[tuple[str, str]] = set()
+        self._rules_checked = False
         self.last_syncs: list[ReplicaSync] = []
         self.state = store.ensure(policy.name, policy.source, policy.target)
 
@@ -481,6 +482,9 @@ class DeltaPolicyRunner:
         )  # fmt: skip
         self._register(table)
         self.last_syncs.append(result)
+        if self.metrics is not None and result.added:
+            self.metrics.files_copied.labels(self.name).inc(result.added)
+            self.metrics.bytes_copied.labels(self.name).inc(result.bytes_written)
         if result.version is not None:
             log.info("policy %s: %s.%s -> Delta version %d (+%d -%d files, %d rows)%s", self.name, db, name,
                      result.version, result.added, result.removed, result.rows_written,
@@ -777,6 +781,20 @@ class DeltaPolicyRunner:
             )
         return True
 
+    # ------------------------------------------------------------------ rules
+    def _rules(self) -> dict[str, Any]:
+        return {"databases": self.policy.databases, "tables": self.policy.tables}
+
+    def _rule_changes(self, old: dict[str, Any] | None) -> None:
+        """When the policy's rules changed since they were recorded, sync every table now in
+        scope (new ones get their replicas; the others compare equal and commit nothing).
+        Replicas of tables no longer in scope are left as they are."""
+        if old is not None and old != self._rules():
+            log.info("policy %s: its rules changed; syncing the tables now in scope", self.name)
+            self.bootstrap(prune=False)
+        if old != self._rules():
+            self.store.update(self.name, rules=self._rules())
+
     # ------------------------------------------------------------------ source txns
     def _load_source_txns(self) -> None:
         hwm, open_txns, writes = self.store.source_txns(self.name)
@@ -823,6 +841,9 @@ class DeltaPolicyRunner:
         if state.phase == "resyncing":
             self._run_resync(state.resync_reason or "interrupted resync", out)
             return out
+        if not self._rules_checked:
+            self._rules_checked = True
+            self._rule_changes(state.rules)
         checkpoint = state.event_id or 0
         self._load_source_txns()
         events = self.read_events(checkpoint, self.config.replication.batch_events)
@@ -858,7 +879,7 @@ class DeltaPolicyRunner:
         log.info("policy %s: Delta bootstrap from source event %d", self.name, start)
         self._init_source_txns(start)
         out.data.add(self.bootstrap(prune=prune))
-        self.store.update(self.name, phase="replicating", event_id=start, copying=None)
+        self.store.update(self.name, phase="replicating", event_id=start, copying=None, rules=self._rules())
         self.store.checkpoint(self.name, start, None, 0)
         out.bootstrapped = True
         out.last_event_id = start
