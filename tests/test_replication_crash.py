@@ -82,7 +82,7 @@ from hivemesh.replication.state import ReplicationStore, lease_owner
 from hivemesh.replication.verify import compare
 from hivemesh.storage.locations import local_path
 from tests.support.moto_glue import MotoGlue
-from tests.support.servers import HivemeshProcess, ThriftClient, die_with_parent
+from tests.support.servers import HivemeshProcess, ThriftClient, die_with_parent, free_port
 
 MB = 1 << 20
 SEED = int(os.environ.get("HIVEMESH_CRASH_SEED", "20240611"))  # another seed explores other kill points
@@ -1146,6 +1146,101 @@ def test_spark_copy_in_the_replicators_own_session(zones: Zones, tmp_path: Path)
     assert run.wait() == 0, run.stderr()
     assert "files as a Spark job" in run.stderr()
     _assert_equal(zones, ["sparked"], load_replication_config(config).replication.policy("sparked"))
+
+
+def test_s3_delta_target(zones: Zones, cloud: Cloud, tmp_path: Path) -> None:
+    """A ``format: delta`` policy into the S3 zone: Parquet files written through pyarrow's S3
+    file system, Delta commits by delta-rs on S3 (conditional puts), the replica registered with
+    its ``s3a://`` location; an INSERT follows, a second run commits nothing. The S3 server is a
+    ``moto_server`` process of its own: delta-rs blocks the calling Python thread, so an S3
+    server in this process (the module's ``ThreadedMotoServer``) could not answer it."""
+    import boto3
+
+    port = free_port()
+    moto = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)  # fmt: skip
+    try:
+        _test_s3_delta_target(zones, cloud, tmp_path, port, boto3)
+    finally:
+        moto.kill()
+        moto.wait()
+
+
+def _test_s3_delta_target(zones: Zones, cloud: Cloud, tmp_path: Path, port: int, boto3: Any) -> None:
+    import hive_metastore.ttypes as T
+    import pyarrow as pa
+    import pyarrow.orc as paorc
+    from deltalake import DeltaTable
+
+    from hivemesh.replication.delta.runner import delta_storage_options
+    from hivemesh.replication.delta.verify import read_delta
+    from hivemesh.replication.service import run_once
+
+    options = {**cloud.options, "endpoint_override": f"127.0.0.1:{port}"}
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=f"http://127.0.0.1:{port}",
+                      aws_access_key_id="x", aws_secret_access_key="x")  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            s3.create_bucket(Bucket=BUCKET)
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    db = "deltacloud"
+    zones.src.create_database(T.Database(name=db))
+    orc = ("org.apache.hadoop.hive.ql.io.orc.OrcSerde", "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+           "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat")  # fmt: skip
+    sd = T.StorageDescriptor(
+        cols=[T.FieldSchema("id", "bigint", None)], inputFormat=orc[1], outputFormat=orc[2], compressed=False,
+        numBuckets=-1, serdeInfo=T.SerDeInfo(None, orc[0], {}), bucketCols=[], sortCols=[], parameters={},
+    )  # fmt: skip
+    zones.src.create_table(T.Table(tableName="ids", dbName=db, owner="x", sd=sd, partitionKeys=[],
+                                   parameters={}, tableType="MANAGED_TABLE"))  # fmt: skip
+    location = zones.src.get_table(db, "ids").sd.location
+    Path(local_path(location)).mkdir(parents=True, exist_ok=True)
+    paorc.write_table(pa.table({"id": [1, 2, 3]}), local_path(f"{location}/000000_0"))
+    config = _write_config(
+        tmp_path / "mesh.yaml",
+        f"sqlite:///{tmp_path / 'delta-cloud.db'}",
+        {
+            "onprem": {"metastore": zones.a.uri, "warehouse": zones.src_warehouse},
+            "cloud": {"metastore": cloud.c.uri, "warehouse": S3_WAREHOUSE, "s3": options},
+        },
+        [{"name": "to-delta", "source": "onprem", "target": "cloud", "databases": [db], "format": "delta"}],
+    )
+    cfg = load_replication_config(config)
+    store = ReplicationStore(cfg.replication.store)
+    try:
+        assert run_once(cfg, store) == {}
+        entry = cloud.hms.get_table(db, "ids")
+        assert entry.sd.location == f"{S3_WAREHOUSE}/{db}.db/ids"
+        assert entry.parameters["spark.sql.sources.provider"] == "delta"
+        uri = f"s3://{BUCKET}/warehouse/{db}.db/ids"
+        opts = delta_storage_options(cfg.zones["cloud"])
+        root = f"{BUCKET}/warehouse/{db}.db/ids"
+
+        def ids() -> list[int]:
+            return sorted(
+                read_delta(uri, storage_options=opts, filesystem=pafs.S3FileSystem(**options), root=root)[
+                    "id"
+                ].to_pylist()
+            )
+
+        assert ids() == [1, 2, 3]
+        paorc.write_table(pa.table({"id": [4]}), local_path(f"{location}/000001_0"))
+        zones.src.fire_listener_event(T.FireEventRequest(
+            successful=True, dbName=db, tableName="ids",
+            data=T.FireEventRequestData(insertData=T.InsertEventRequestData(filesAdded=[f"{location}/000001_0"])),
+        ))  # fmt: skip
+        assert run_once(cfg, store) == {}
+        assert ids() == [1, 2, 3, 4]
+        version = DeltaTable(uri, storage_options=opts).version()
+        assert run_once(cfg, store) == {}
+        assert DeltaTable(uri, storage_options=opts).version() == version == 2
+    finally:
+        store.dispose()
 
 
 # ---------------------------------------------------------------- 5. a crash before every step

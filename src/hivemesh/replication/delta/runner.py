@@ -94,8 +94,7 @@ def delta_storage_options(zone: ZoneConfig) -> dict[str, str]:
                      ("AWS_SESSION_TOKEN", s3.session_token), ("AWS_REGION", s3.region)):  # fmt: skip
         if opt:
             out[key] = opt
-    if out:
-        out["conditional_put"] = "etag"
+    out["conditional_put"] = "etag"  # S3 If-None-Match: a Delta version is committed once
     return out
 
 
@@ -308,6 +307,10 @@ class DeltaPolicyRunner:
         self._lease_renew_at = time.monotonic() + LEASE_MS / 2000
 
     # ------------------------------------------------------------------ replicas
+    def _options(self, location: str) -> dict[str, str] | None:
+        """delta-rs storage options for a target location (the zone's S3 ones for S3)."""
+        return self.storage_options if _delta_uri(location).startswith("s3://") else None
+
     def replica(self, table: Table) -> DeltaReplica:
         """The Delta replica of source ``table`` (at its relocated location)."""
         location = self.relocate(table.sd.location)
@@ -322,7 +325,7 @@ class DeltaPolicyRunner:
         fs, root = self.target_storage.resolve(location)
         rc = self.config.replication
         return DeltaReplica(
-            _delta_uri(location), fs, root, self.storage_options, threads=self.threads,
+            _delta_uri(location), fs, root, self._options(location), threads=self.threads,
             spec=self.target_storage.spec(location)[0],
             spark_threshold_bytes=rc.spark_copy_threshold_mb * 1024 * 1024, spark_master=rc.spark_master,
         )  # fmt: skip
@@ -503,7 +506,7 @@ class DeltaPolicyRunner:
         self.target_calls.drop_table(db, name, False)
         if source is None or _owns_data(source):
             fs, root = self.target_storage.resolve(entry.sd.location)
-            DeltaReplica(_delta_uri(entry.sd.location), fs, root, self.storage_options).delete()
+            DeltaReplica(_delta_uri(entry.sd.location), fs, root, self._options(entry.sd.location)).delete()
         log.info("policy %s: dropped the Delta replica of %s.%s", self.name, db, name)
 
     # ------------------------------------------------------------------ verify
