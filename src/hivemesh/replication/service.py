@@ -24,6 +24,16 @@ __all__ = ["PolicyStatus", "ReplicationService", "run_once", "selected", "status
 log = logging.getLogger(__name__)
 
 
+def _unexpected(error: BaseException) -> bool:
+    """Whether ``error`` is a bug rather than a peer's or the storage's failure (its traceback is
+    then logged)."""
+    from thrift.Thrift import TException
+
+    from hivemesh.errors import HivemeshError
+
+    return not isinstance(error, (HivemeshError, TException, OSError, ValueError))
+
+
 def make_runner(
     config: ReplicationFile, policy: PolicyConfig, store: ReplicationStore, owner: str, **kw: Any
 ) -> Any:
@@ -73,7 +83,7 @@ def run_once(
             )
         except Exception as e:
             failures[policy.name] = record_failure(store, policy.name, e)
-            log.error("policy %s failed: %s", policy.name, failures[policy.name])
+            log.error("policy %s failed: %s", policy.name, failures[policy.name], exc_info=_unexpected(e))
             if metrics is not None:
                 metrics.errors.labels(policy.name, type(e).__name__).inc()
         finally:
@@ -161,7 +171,9 @@ class ReplicationService:
             except Exception as e:
                 message = record_failure(self.store, policy.name, e)
                 self.metrics.errors.labels(policy.name, type(e).__name__).inc()
-                log.error("policy %s: %s; retrying in %.0fs", policy.name, message, backoff)
+                log.error(
+                    "policy %s: %s; retrying in %.0fs", policy.name, message, backoff, exc_info=_unexpected(e)
+                )
                 if runner is not None:
                     runner.close()
                     runner = None

@@ -749,8 +749,8 @@ class DeltaPolicyRunner:
             self._open.update(msg.txn_ids)
             self._txn_hwm = max([self._txn_hwm or 0, *msg.txn_ids])
         elif isinstance(msg, ev.AllocWriteId):
-            db, name = msg.write_db.lower(), msg.write_table.lower()
-            if self.scope.table(db, name):
+            db, name = (msg.write_db or "").lower(), (msg.write_table or "").lower()
+            if db and name and self.scope.table(db, name):
                 for pair in msg.txn_to_write_ids:
                     if all((w.db, w.table) != (db, name) for w in self._writes.get(pair.txnId, [])):
                         self._writes.setdefault(pair.txnId, []).append(_Write(db, name, pair.writeId))
@@ -761,7 +761,11 @@ class DeltaPolicyRunner:
             self._open.discard(msg.txn_id)
             writes = self._writes.pop(msg.txn_id, [])
             if not writes and msg.writes:  # allocated before what this policy saw: Hive lists them
-                writes = [_Write(w.database.lower(), w.table.lower(), w.writeId) for w in msg.writes]
+                writes = [
+                    _Write(w.database.lower(), w.table.lower(), w.writeId)
+                    for w in msg.writes
+                    if w.database and w.table
+                ]
             return [w for w in writes if self.scope.table(w.db, w.table)]
         return []
 
@@ -774,7 +778,7 @@ class DeltaPolicyRunner:
                 for p in (
                     x.partition
                     for x in msg.writes
-                    if x.database.lower() == w.db and x.table.lower() == w.table
+                    if (x.database or "").lower() == w.db and (x.table or "").lower() == w.table
                 )
                 if p
             }
