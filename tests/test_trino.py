@@ -327,3 +327,80 @@ def test_trino_through_proxy_and_spark(
         ["region=ap"], ["region=eu"], ["region=sa"], ["region=us"],
     ]  # fmt: skip
     assert _spark_rows(spark, f"SELECT id FROM {db}.big WHERE region = 'eu'") == [[3], [9]]
+
+
+def test_trino_reads_delta_replicas(trino_server: TrinoServer, tmp_path: Path) -> None:
+    """Trino's ``delta_lake`` connector on the target metastore of a ``format: delta`` policy
+    reads the replicas by name: a partitioned ORC table after a column rename (a column-mapped
+    replica with a file converted after the rename), and an ACID table, with ``FOR VERSION AS
+    OF`` the Delta version of a write id equal to that Hive snapshot."""
+    import pyarrow.orc as paorc
+    from deltalake import DeltaTable
+    from hive_metastore.ttypes import Database, FieldSchema, Partition
+
+    from hivemesh.replication.config import parse_replication_config
+    from hivemesh.replication.service import run_once
+    from hivemesh.replication.state import ReplicationStore
+    from hivemesh.storage.locations import local_path
+    from tests.support.servers import HivemeshProcess, ThriftClient
+    from tests.test_replication import _warehouse
+    from tests.test_replication_delta import ORC, _sd, _table, _write
+
+    with (
+        HivemeshProcess(f"sqlite:///{tmp_path / 'a.db'}", tmp_path / "wa", tmp_path / "a.log") as zone_a,
+        HivemeshProcess(f"sqlite:///{tmp_path / 'b.db'}", tmp_path / "wb", tmp_path / "b.log") as zone_b,
+        ThriftClient(zone_a.host, zone_a.port) as a,
+        ThriftClient(zone_b.host, zone_b.port) as b,
+        MetastoreClient(zone_a.uri) as src,
+    ):
+        db = "dl_trino"
+        a.create_database(Database(name=db))
+        orders = _table(a, db, "orders", [FieldSchema("id", "bigint", None), FieldSchema("amount", "double", None)],
+                        ORC, [FieldSchema("region", "string", None)])  # fmt: skip
+        for region, ids in (("eu", [1, 2]), ("us", [3])):
+            loc = f"{orders.sd.location}/region={region}"
+            _write(loc, "000000_0", pa.table({"id": ids, "amount": [i * 1.5 for i in ids]}), ORC)
+            a.add_partition(
+                Partition(
+                    values=[region],
+                    dbName=db,
+                    tableName="orders",
+                    sd=_sd(orders.sd.cols, ORC, loc),
+                    parameters={},
+                )
+            )
+        create_transactional_table(src, db, "events", [("id", "bigint"), ("v", "string")])
+        cfg = parse_replication_config({
+            "zones": {"a": {"metastore": zone_a.uri, "warehouse": _warehouse(a)},
+                      "b": {"metastore": zone_b.uri, "warehouse": _warehouse(b)}},
+            "replication": {"store": f"sqlite:///{tmp_path / 'r.db'}",
+                            "policies": [{"name": "to-delta", "source": "a", "target": "b", "databases": [db], "format": "delta"}]},
+        })  # fmt: skip
+        store = ReplicationStore(cfg.replication.store)
+        assert run_once(cfg, store) == {}  # the bootstrap; then one Delta commit per write id
+        w = AcidWriter(src, db, "events")
+        w.insert([(i, f"r{i}") for i in range(6)])
+        w.insert([(i, f"s{i}") for i in range(6, 9)])
+        assert run_once(cfg, store) == {}
+        orders = a.get_table(db, "orders")
+        orders.sd.cols = [FieldSchema("order_id", "bigint", None), orders.sd.cols[1]]
+        a.alter_table(db, "orders", orders)
+        paorc.write_table(
+            pa.table({"id": [4], "amount": [6.0]}), local_path(f"{orders.sd.location}/region=us/000001_0")
+        )
+        a.alter_partition(db, "orders", a.get_partition(db, "orders", ["us"]))
+        assert run_once(cfg, store) == {}
+        store.dispose()
+
+        server, catalog = trino_server, f"delta_{zone_b.port}"
+        server.add_delta_catalog(catalog, zone_b.uri)
+        rows = server.query(f"SELECT order_id, amount, region FROM {catalog}.{db}.orders ORDER BY order_id")
+        assert rows == [[1, 1.5, "eu"], [2, 3.0, "eu"], [3, 4.5, "us"], [4, 6.0, "us"]]
+        assert server.query(f"SELECT count(*) FROM {catalog}.{db}.orders WHERE region = 'us'") == [[2]]
+        path = local_path(b.get_table(db, "events").sd.location)
+        history = {h["version"]: h for h in DeltaTable(path).history()}
+        first = next(
+            v for v, h in history.items() if "hivemesh.writeId" in h and int(h["hivemesh.writeId"]) == 1
+        )
+        assert server.query(f"SELECT count(*) FROM {catalog}.{db}.events") == [[9]]
+        assert server.query(f"SELECT count(*) FROM {catalog}.{db}.events FOR VERSION AS OF {first}") == [[6]]

@@ -108,6 +108,14 @@ class TrinoServer:
             "\"fs.hadoop.enabled\" = 'true', \"hive.non-managed-table-writes-enabled\" = 'true')"
         )
 
+    def add_delta_catalog(self, name: str, metastore_uri: str) -> None:
+        """``CREATE CATALOG name USING delta_lake`` on ``metastore_uri``: Delta tables registered
+        in a Hive metastore (as Spark's Delta catalog registers them), local ``file:`` storage."""
+        self.query(
+            f"CREATE CATALOG {name} USING delta_lake WITH (\"hive.metastore.uri\" = '{metastore_uri}', "
+            "\"fs.hadoop.enabled\" = 'true')"
+        )
+
     def add_iceberg_catalog(self, name: str, metastore_uri: str) -> None:
         """``CREATE CATALOG name USING iceberg`` on ``metastore_uri``: Iceberg tables registered in a
         Hive metastore (``iceberg.catalog.type = hive_metastore``), local ``file:`` storage as in
