@@ -1,5 +1,5 @@
 """Smoke tests of the benchmarks: ``bench/metastore.py`` and ``bench/txn.py`` with ``--quick --only sqlite``, ``bench/replication.py`` at tiny sizes,
-``bench/acid_read.py`` at scale 0.01.
+``bench/acid_read.py`` at scale 0.01, ``bench/delta.py`` and ``bench/acid_replication.py`` at tiny sizes.
 
 Checks that each script exits 0 and prints its tables with numbers; no timing is asserted.
 """
@@ -292,3 +292,20 @@ def test_delta_bench_tiny_run(tmp_path: Path) -> None:
     clustered, scattered = data["acid"]["clustered"], data["acid"]["scattered"]
     assert clustered["files_removed"] == 1 and clustered["rows_deleted"] == 40
     assert 1 <= scattered["files_removed"] <= data["acid"]["replica_files"]
+
+
+def test_acid_replication_bench_tiny_run(tmp_path: Path) -> None:
+    """``bench/acid_replication.py`` with 6 txns of 500 rows: exits 0, both designs replicate every
+    row, design B copies each byte once (about what the source wrote), design A several times."""
+    out_json = tmp_path / "stream.json"
+    proc = subprocess.run(
+        [sys.executable, str(repo_root() / "bench" / "acid_replication.py"), "--txns", "6", "--rows", "500",
+         "--json", str(out_json)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-5000:]
+    assert "design B copies" in proc.stdout
+    results = {r["design"]: r for r in json.loads(out_json.read_text())["results"]}
+    assert results["append"]["rows"] == results["rewrite"]["rows"] == 3000
+    assert results["append"]["copied_per_written"] <= 1.05
+    assert results["rewrite"]["copied_per_written"] > 2

@@ -22,6 +22,7 @@ tables) matching its regular expressions from a source zone to a target zone::
       batch_events: 500             # events per get_next_notification
       copy_threads: 8               # files copied at once on this machine
       spark_copy_threshold_mb: 10240  # larger copies run as a Spark job
+      streaming_copy: auto          # open streaming files: append | rewrite | auto (append but on S3)
       timeout_s: 60                 # socket timeout of every metastore call
       rescan_interval_s: 3600       # continuous mode: compare and repair this often (default: never)
 
@@ -48,6 +49,7 @@ __all__ = [
     "ReplicationConfig",
     "ReplicationFile",
     "S3Options",
+    "StreamingCopy",
     "TargetFormat",
     "ZoneConfig",
     "load_replication_config",
@@ -57,6 +59,16 @@ __all__ = [
 _URI = re.compile(r"^thrift://[^\s:/,]+:\d{1,5}(,thrift://[^\s:/,]+:\d{1,5})*$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
 DEFAULT_STORE = f"sqlite:///{DEFAULT_DATA_DIR}/replication.db"
+
+
+class StreamingCopy(StrEnum):
+    """How open streaming files reach the target: ``append`` the new bytes (design B), ``rewrite``
+    the readable prefix (design A), or ``auto``: append where the target storage can (local files,
+    HDFS), rewrite on object stores."""
+
+    AUTO = "auto"
+    APPEND = "append"
+    REWRITE = "rewrite"
 
 
 class TargetFormat(StrEnum):
@@ -186,6 +198,11 @@ class ReplicationConfig(BaseModel):
         10_240,
         ge=0,
         description="a copy of more than this many MiB runs as a Spark job (0: always, when Spark is set up)",
+    )
+    streaming_copy: StreamingCopy = Field(
+        StreamingCopy.AUTO,
+        description="how data files of open Hive streaming batches reach the target: append the new "
+        "bytes (append), rewrite the readable prefix (rewrite), or append except on S3 (auto)",
     )
     spark_master: str | None = Field(
         None,

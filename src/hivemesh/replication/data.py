@@ -26,8 +26,18 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from hivemesh.acid.names import SIDE_FILE_SUFFIX, is_side_file
+from hivemesh.hive.txn_lists import ValidTxnList
 from hivemesh.replication.config import S3Options
 from hivemesh.replication.state import FileRecord, ReplicationStore
+from hivemesh.replication.streaming import (
+    StreamingCopy,
+    StreamingCopyResult,
+    StreamingTask,
+    copy_streaming_file,
+    read_flush_length,
+)
+from hivemesh.replication.visibility import TxnSnapshot, target_relpath
 from hivemesh.storage.copy import checksum, copy_file, is_temporary
 from hivemesh.storage.locations import delete_path, local_path, resolve_location
 
@@ -153,11 +163,13 @@ class SyncResult:
     temporaries: int = 0
     spark: bool = False
     copied_paths: list[str] = field(default_factory=list)
+    appended: int = 0  # of bytes_copied: streaming-file bytes appended in place
 
     def add(self, other: SyncResult) -> None:
         """Add ``other``'s counts to this one."""
         self.copied += other.copied
         self.bytes_copied += other.bytes_copied
+        self.appended += other.appended
         self.unchanged += other.unchanged
         self.deleted += other.deleted
         self.temporaries += other.temporaries
@@ -178,6 +190,7 @@ class SyncPlan:
     counts: SyncResult = field(default_factory=SyncResult)
     extra: list[str] = field(default_factory=list)
     confirmed: list[FileRecord] = field(default_factory=list)
+    streaming: list[StreamingTask] = field(default_factory=list)
 
 
 def _files(fs: pafs.FileSystem, root: str) -> tuple[dict[str, pafs.FileInfo], list[str]]:
@@ -197,6 +210,22 @@ def _files(fs: pafs.FileSystem, root: str) -> tuple[dict[str, pafs.FileInfo], li
     return files, temps
 
 
+def _remove_empty_parents(fs: pafs.FileSystem, root: str, deleted: list[str]) -> None:
+    """Remove the directories below ``root`` that deleting ``deleted`` left empty (a delta the
+    source's cleaner removed), deepest first. Best effort: a directory that is not empty stays."""
+    base = root.rstrip("/") + "/"
+    dirs = {posixpath.dirname(p) for p in deleted}
+    for d in sorted(dirs, key=lambda d: -d.count("/")):
+        while d.startswith(base) and len(d) > len(base):
+            try:
+                if fs.get_file_info(pafs.FileSelector(d, allow_not_found=True)):
+                    break
+                fs.delete_dir(d)
+            except OSError:
+                break
+            d = posixpath.dirname(d)
+
+
 def _mtime_ns(info: pafs.FileInfo) -> int | None:
     return info.mtime_ns if info.mtime is not None else None
 
@@ -207,6 +236,11 @@ class DataMover:
 
     ``threads``: files copied at once. ``spark_threshold_bytes``: a sync copying more runs as a
     Spark job (None: never). ``on_bytes``: called with the bytes of each copied file (progress).
+    ``streaming_copy``: how files of open streaming batches are brought over
+    (:mod:`hivemesh.replication.streaming`; always on the copy threads, never as a Spark job).
+    ``source_txns``: the source's ValidTxnList (a call): directories with a ``_v<txn>`` suffix are
+    then copied once that txn is committed, without the suffix
+    (:mod:`hivemesh.replication.visibility`); None: copied as they are.
     """
 
     def __init__(
@@ -219,8 +253,11 @@ class DataMover:
         spark_threshold_bytes: int | None = None,
         spark_master: str | None = None,
         on_bytes: Callable[[int], None] | None = None,
+        streaming_copy: StreamingCopy = StreamingCopy.AUTO,
+        source_txns: Callable[[], ValidTxnList] | None = None,
     ):
         self.policy = policy
+        self.source_txns = source_txns
         self.store = store
         self.source = source
         self.target = target
@@ -229,6 +266,7 @@ class DataMover:
         self.spark_master = spark_master
         self.on_bytes = on_bytes
         self.trust_ledger = True  # False: same-size files compared by MD5 even when the ledger vouches
+        self.streaming_copy = streaming_copy
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"copy-{policy}")
 
     def close(self) -> None:
@@ -248,10 +286,17 @@ class DataMover:
         for path in temps:
             dst_fs.delete_file(path)
             out.counts.temporaries += 1
+        kept = self._plan_streaming(src_fs, src_root, dst_root, dst_spec, wanted, present, out)
         ledger = self.store.ledger(self.policy, dst_root) if wanted and present and self.trust_ledger else {}
+        txns = TxnSnapshot(self.source_txns) if self.source_txns is not None else None
+        mapped: set[str] = set()
         for rel, info in sorted(wanted.items()):
-            src, dst = posixpath.join(src_root, rel), posixpath.join(dst_root, rel)
-            have = present.get(rel)
+            trel = target_relpath(rel, txns)
+            if trel is None:  # in a compactor's directory whose txn is not committed
+                continue
+            mapped.add(trel)
+            src, dst = posixpath.join(src_root, rel), posixpath.join(dst_root, trel)
+            have = present.get(trel)
             if have is not None and have.size == info.size:
                 rec = ledger.get(dst)
                 if rec is not None and rec.size == info.size and rec.source_mtime_ns == _mtime_ns(info):
@@ -264,8 +309,53 @@ class DataMover:
                     continue
             out.tasks.append((src_spec, src, dst_spec, dst))
             out.sources[src] = (info.size or 0, _mtime_ns(info))
-        out.extra = [posixpath.join(dst_root, rel) for rel in sorted(set(present) - set(wanted))]
+        out.extra = [posixpath.join(dst_root, rel) for rel in sorted(set(present) - mapped - kept)]
         return out
+
+    def _plan_streaming(
+        self,
+        src_fs: pafs.FileSystem,
+        src_root: str,
+        dst_root: str,
+        dst_spec: FsSpec,
+        wanted: dict[str, pafs.FileInfo],
+        present: dict[str, pafs.FileInfo],
+        out: SyncPlan,
+    ) -> set[str]:
+        """Take the streaming files out of ``wanted`` into ``out.streaming`` (see
+        :mod:`hivemesh.replication.streaming`): data files with a side file at the source (its
+        length read now, before the data), and data files whose batch ended at the source while
+        the target still has their side file. Returns the target files the plan must not delete
+        (handled by the streaming tasks)."""
+        kept: set[str] = set()
+        append = self.streaming_copy == StreamingCopy.APPEND or (
+            self.streaming_copy == StreamingCopy.AUTO and dst_spec.kind != "s3"
+        )
+        for rel in sorted(r for r in wanted if is_side_file(r)):
+            data = rel[: -len(SIDE_FILE_SUFFIX)]
+            if data not in wanted:
+                continue
+            exists, length = read_flush_length(src_fs, posixpath.join(src_root, rel))
+            del wanted[rel], wanted[data]
+            kept |= {rel, data}
+            if not exists:  # the batch ended since the listing: copy the whole file
+                length = None
+            elif length is None:  # nothing flushed yet: nothing a reader may read
+                continue
+            out.streaming.append(
+                StreamingTask(posixpath.join(src_root, data), posixpath.join(dst_root, data), length, append)
+            )
+        for rel in sorted(r for r in present if is_side_file(r) and r not in kept):
+            data = rel[: -len(SIDE_FILE_SUFFIX)]
+            if data in wanted:  # ended at the source, still open on the target
+                del wanted[data]
+                kept |= {rel, data}
+                out.streaming.append(
+                    StreamingTask(
+                        posixpath.join(src_root, data), posixpath.join(dst_root, data), None, append
+                    )
+                )
+        return kept
 
     def sync(self, source: str, target: str, delete_extra: bool = True) -> SyncResult:
         """Make directory location ``target`` (of the target zone) hold exactly the files of
@@ -280,6 +370,7 @@ class DataMover:
         tasks: list[CopyTask] = []
         sources: dict[str, tuple[int, int | None]] = {}
         plans = []
+        streaming: list[tuple[FsSpec, FsSpec, StreamingTask]] = []
         for source, target in pairs:
             plan = self.plan(source, target)
             self._record(plan.confirmed)
@@ -287,13 +378,16 @@ class DataMover:
             tasks.extend(plan.tasks)
             sources.update(plan.sources)
             plans.append(plan)
+            src_spec, dst_spec = self.source.spec(source)[0], self.target.spec(target)[0]
+            streaming.extend((src_spec, dst_spec, t) for t in plan.streaming)
+        self._copy_streaming(streaming, out)
         done = self.copy(tasks, out, sum(size for size, _ in sources.values()))
         self._record(FileRecord(dst, n, sources[src][1], md5) for (_, src, _, dst), (_, n, md5) in done)
         if delete_extra:
             for plan in plans:
                 if not plan.extra:
                     continue
-                dst_fs = self.target.resolve(plan.target)[0]
+                dst_fs, dst_root = self.target.resolve(plan.target)
                 for path in plan.extra:
                     try:
                         dst_fs.delete_file(path)
@@ -301,6 +395,7 @@ class DataMover:
                         continue
                     out.deleted += 1
                 self.store.forget_files(self.policy, plan.extra)
+                _remove_empty_parents(dst_fs, dst_root, plan.extra)
         return out
 
     def copy(
@@ -323,6 +418,34 @@ class DataMover:
             out.bytes_copied += nbytes
         out.copied_paths.extend(r[0] for r in results)
         return list(zip(tasks, results, strict=True))
+
+    def _copy_streaming(self, tasks: list[tuple[FsSpec, FsSpec, StreamingTask]], out: SyncResult) -> None:
+        """Bring open (or just closed) streaming files up to date on the copy threads; counts into
+        ``out`` (``bytes_copied`` holds data and side-file bytes, ``appended`` the data bytes
+        appended in place). A closed file is then recorded in the ledger."""
+
+        def run(item: tuple[FsSpec, FsSpec, StreamingTask]) -> StreamingCopyResult:
+            src_spec, dst_spec, task = item
+            try:
+                return copy_streaming_file(_open(src_spec), _open(dst_spec), task)
+            except OSError as e:
+                raise OSError(f"copying streaming file {task.source} to {task.target} failed: {e}") from e
+
+        results = list(self._pool.map(run, tasks))
+        closed: list[FileRecord] = []
+        for (src_spec, _, task), r in zip(tasks, results, strict=True):
+            nbytes = r.data_bytes + r.side_bytes
+            if nbytes:
+                out.copied += 1
+                out.bytes_copied += nbytes
+                out.appended += r.appended
+                out.copied_paths.append(r.target)
+                if self.on_bytes is not None:
+                    self.on_bytes(nbytes)
+            if task.length is None:
+                info = _open(src_spec).get_file_info(task.source)
+                closed.append(FileRecord(task.target, r.size, _mtime_ns(info), None))
+        self._record(closed)
 
     def _copy_one(self, task: CopyTask) -> tuple[str, int, str | None]:
         try:

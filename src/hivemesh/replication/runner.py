@@ -208,6 +208,8 @@ class PolicyRunner:
                 spark_threshold_bytes=rc.spark_copy_threshold_mb * 1024 * 1024,
                 spark_master=rc.spark_master,
                 on_bytes=self._on_bytes,
+                streaming_copy=rc.streaming_copy,
+                source_txns=lambda: self.source.valid_txn_list(),
             )
         self._bootstraps: dict[tuple[str, str], Future[SyncResult]] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bootstrap-{policy.name}")
@@ -414,6 +416,9 @@ class PolicyRunner:
                 pairs = [t for t in msg.txn_to_write_ids if t.writeId in wanted]
                 if pairs:
                     self._open_on_target([t.txnId for t in pairs])
+                    self.store.txn_wrote(
+                        self.name, [(t.txnId, msg.write_db, msg.write_table, t.writeId) for t in pairs]
+                    )
                     self.target_calls.allocate_table_write_ids(
                         AllocateTableWriteIdsRequest(
                             dbName=msg.write_db,
@@ -663,6 +668,9 @@ class PolicyRunner:
             self.replayer.apply(msg.event)
         elif isinstance(msg, ev.AllocWriteId):
             self._open_on_target([t.txnId for t in msg.txn_to_write_ids])
+            self.store.txn_wrote(
+                self.name, [(t.txnId, msg.write_db, msg.write_table, t.writeId) for t in msg.txn_to_write_ids]
+            )
             self.replayer.apply(msg.event)
         else:
             return self.replayer.apply(msg.event)
@@ -683,22 +691,45 @@ class PolicyRunner:
         if not self.store.txn_is_open(self.name, msg.txn_id):
             return False
         if isinstance(msg, ev.CommitTxn):
+            # the files first, then the commit that makes them visible on the target
+            reported = set()
             for w in msg.writes:
                 if self.scope.table(w.database, w.table):
                     self._sync_write(w.database, w.table, w.partition, out)
+                    reported.add((w.database.lower(), w.table.lower()))
+            for db, table, _ in self.store.txn_writes(self.name, msg.txn_id):
+                if (db, table) not in reported and self.scope.table(db, table):
+                    self._sync_write(db, table, None, out, every_partition=True)
         self.replayer.apply(msg.event)
         self.store.txn_ended(self.name, msg.txn_id)
         return True
 
-    def _sync_write(self, db: str, table: str, partition: str | None, out: StepResult) -> None:
+    def _sync_write(
+        self, db: str, table: str, partition: str | None, out: StepResult, every_partition: bool = False
+    ) -> None:
+        """Sync the files of one ACID write: of ``partition`` (a Hive partition name), of the table,
+        or with ``every_partition`` of all its partitions (a write the writer did not report with
+        ``add_write_notification_log``, such as a streaming batch's txn: only its allocation is
+        known)."""
         if self.mover is None:
             return
         try:
             if partition:
                 p = self.source_calls.get_partition_by_name(db, table, partition)
                 self._sync(_location(p), out.data)
+                return
+            t = self.source_calls.get_table(db, table)
+            if every_partition and t.partitionKeys:
+                # only partitions the target has: one it lacks gets its files with the event that
+                # adds (or renames) it there, and files of a later state must not land first
+                there = set(self.target_calls.get_partition_names(db, table, -1))
+                parts = self.source_calls.get_partitions(db, table, -1)
+                keys = [k.name for k in t.partitionKeys]
+                self._sync_all(
+                    [_location(p) for p in parts if make_part_name(keys, p.values) in there], out.data
+                )
             else:
-                self._sync(_location(self.source_calls.get_table(db, table)), out.data)
+                self._sync(_location(t), out.data)
         except NoSuchObjectException:
             return
 

@@ -10,8 +10,10 @@ production), their schema versioned by Alembic in ``HIVEMESH_REPLICATION_VERSION
   own, ``stopped`` when no rule matches them any more);
 - ``HIVEMESH_REPL_TXNS``: source txns opened on the target and not yet committed or aborted
   (``format: delta`` policies: the source txns open as of the checkpoint);
-- ``HIVEMESH_REPL_WRITES`` (``format: delta`` policies): the write ids the open source txns were
-  allocated, and the highest source txn id opened (``SOURCE_TXN_HWM`` of the policy's row);
+- ``HIVEMESH_REPL_WRITES``: the tables and write ids the open source txns were allocated (a
+  ``format: hive`` policy syncs those tables' files at the commit of a txn that reported no
+  writes; ``format: delta`` policies also keep the highest source txn id opened,
+  ``SOURCE_TXN_HWM`` of the policy's row);
 - ``HIVEMESH_REPL_FILES``: the file ledger, per target file the size, source modification time and
   MD5 it was copied with, so a file whose source did not change is not read again.
 
@@ -390,9 +392,39 @@ class ReplicationStore(SqlStore):
             )
 
     def txn_ended(self, policy: str, txn_id: int) -> None:
-        """Forget source txn ``txn_id`` (committed or aborted on the target)."""
+        """Forget source txn ``txn_id`` (committed or aborted on the target) and its writes."""
         with self.write() as conn:
             conn.execute(TXNS.delete().where(TXNS.c.POLICY == policy, TXNS.c.SOURCE_TXN_ID == txn_id))
+            conn.execute(WRITES.delete().where(WRITES.c.POLICY == policy, WRITES.c.SOURCE_TXN_ID == txn_id))
+
+    def txn_wrote(self, policy: str, writes: Iterable[tuple[int, str, str, int]]) -> None:
+        """Record ``(source txn id, database, table, write id)`` allocations of txns open on the
+        target (a ``format: hive`` policy syncs those tables' files when the txn commits, for
+        writers that report no write events, such as streaming batches). Idempotent."""
+        rows = {(t, d.lower(), n.lower()): w for t, d, n, w in writes}
+        if not rows:
+            return
+        with self.write() as conn:
+            for (t, d, n), w in rows.items():
+                conn.execute(
+                    WRITES.delete().where(
+                        WRITES.c.POLICY == policy, WRITES.c.SOURCE_TXN_ID == t,
+                        WRITES.c.DB_NAME == d, WRITES.c.TBL_NAME == n,
+                    )
+                )  # fmt: skip
+                conn.execute(
+                    WRITES.insert().values(POLICY=policy, SOURCE_TXN_ID=t, DB_NAME=d, TBL_NAME=n, WRITE_ID=w)
+                )
+
+    def txn_writes(self, policy: str, txn_id: int) -> list[tuple[str, str, int]]:
+        """The ``(database, table, write id)`` recorded by :meth:`txn_wrote` for source txn ``txn_id``."""
+        with self.read() as conn:
+            return [
+                (r.DB_NAME, r.TBL_NAME, r.WRITE_ID)
+                for r in conn.execute(
+                    sa.select(WRITES).where(WRITES.c.POLICY == policy, WRITES.c.SOURCE_TXN_ID == txn_id)
+                )
+            ]
 
     def source_txns(self, policy: str) -> tuple[int | None, set[int], dict[int, list[tuple[str, str, int]]]]:
         """A ``format: delta`` policy's view of the source's txns as of its checkpoint: ``(highest

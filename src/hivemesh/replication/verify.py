@@ -41,11 +41,15 @@ from typing import Any
 
 from hive_metastore.ttypes import NoSuchObjectException, StorageDescriptor, TableStatsRequest
 
+from hivemesh.acid.names import SIDE_FILE_SUFFIX, is_side_file
 from hivemesh.hive.constants import VIRTUAL_VIEW
 from hivemesh.hive.names import make_part_name
+from hivemesh.hive.txn_lists import ValidTxnList
 from hivemesh.metastore.replay import Relocate
 from hivemesh.replication.config import DataMode, PolicyConfig
 from hivemesh.replication.data import ZoneStorage
+from hivemesh.replication.streaming import open_streaming_file_problem
+from hivemesh.replication.visibility import TxnSnapshot, target_relpath
 from hivemesh.storage.copy import FileState, checksum, list_tree
 from hivemesh.storage.locations import normalize_location
 
@@ -230,6 +234,7 @@ class _Verifier:
         self.report_extra = propagate_drops
         self.progress = progress
         self.out: list[Difference] = []
+        self.txns = TxnSnapshot(lambda: ValidTxnList.from_open_txns(source.get_open_txns()))
 
     def add(self, kind: str, obj: str, name: str, detail: str) -> None:
         """Record one :class:`Difference` (extra objects only when drops are propagated; extra files always)."""
@@ -413,14 +418,27 @@ class _Verifier:
             return
         src_fs, src_root = self.source_storage.resolve(source)
         tgt_fs, tgt_root = self.target_storage.resolve(target)
-        src: dict[str, FileState] = {f.path: f for f in list_tree(src_fs, src_root)}
+        src: dict[str, FileState] = {}  # by the target's path (visibility suffixes: see data.py)
+        for f in list_tree(src_fs, src_root):
+            trel = target_relpath(f.path, self.txns)
+            if trel is not None:
+                src[trel] = f
         tgt: dict[str, FileState] = {f.path: f for f in list_tree(tgt_fs, tgt_root)}
         for rel in sorted(set(tgt) - set(src)):
             path = posixpath.join(tgt_root, rel)
             self.add("extra", "file", f"{name}/{rel}", f"{path} ({tgt[rel].size} bytes) absent at the source")
         for rel, f in sorted(src.items()):
-            src_path, tgt_path = posixpath.join(src_root, rel), posixpath.join(tgt_root, rel)
+            src_path, tgt_path = posixpath.join(src_root, f.path), posixpath.join(tgt_root, rel)
             other = tgt.get(rel)
+            if is_side_file(rel) and rel[: -len(SIDE_FILE_SUFFIX)] in src:
+                continue  # checked with its data file
+            if rel + SIDE_FILE_SUFFIX in src:
+                # a file of an open streaming batch: the target may hold less (up to an earlier
+                # flushed length), never other bytes nor a side file naming more than it holds
+                problem = open_streaming_file_problem(src_fs, src_path, tgt_fs, tgt_path)
+                if problem is not None:
+                    self.add("different" if other else "missing", "file", f"{name}/{rel}", problem)
+                continue
             if other is None:
                 self.add(
                     "missing", "file", f"{name}/{rel}", f"{tgt_path} absent ({f.size} bytes at the source)"

@@ -29,6 +29,7 @@ __all__ = [
     "copy_file",
     "is_temporary",
     "list_tree",
+    "staged",
     "sync_tree",
 ]
 
@@ -67,7 +68,7 @@ def checksum(fs: pafs.FileSystem, path: str) -> str:
 
 
 @contextmanager
-def _staged(dst_fs: pafs.FileSystem, dst: str) -> Iterator[str]:
+def staged(dst_fs: pafs.FileSystem, dst: str) -> Iterator[str]:
     """A hidden temporary path beside ``dst`` to write to; renamed to ``dst`` when the block ends,
     deleted when it raises (``dst`` then left as it was). The parent directory is created."""
     parent, name = posixpath.split(dst)
@@ -90,7 +91,7 @@ def copy_file(src_fs: pafs.FileSystem, src: str, dst_fs: pafs.FileSystem, dst: s
     The parent directory of ``dst`` is created when missing. On failure the temporary file is
     removed and the error (OSError) raised; an existing ``dst`` is then left as it was.
     """
-    with _staged(dst_fs, dst) as tmp:
+    with staged(dst_fs, dst) as tmp:
         size = src_fs.get_file_info(src).size
         pafs.copy_files(src, tmp, source_filesystem=src_fs, destination_filesystem=dst_fs, chunk_size=CHUNK)
     return int(size or 0)
