@@ -33,4 +33,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/metastore.py
 
 clean:
-	rm -rf $(VENV) hivemesh-data .pytest_cache
+	rm -rf $(VENV) .pytest_cache  # never hivemesh-data/: the default metastore keeps its catalog there

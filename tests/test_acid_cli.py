@@ -65,3 +65,45 @@ def test_usage_errors_are_precise(nation_table: Path) -> None:
     )
     assert result.exit_code == 2
     assert "garbage" in result.output or "write" in result.output.lower()
+
+
+def _fails(*args: str) -> str:
+    """The command's output; it must end with exit code 1 and one error line, no traceback."""
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def test_errors_are_one_line_with_exit_code_1(hivemesh_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A missing table, an unreachable metastore, a bad URI, a missing directory: one line each."""
+    uri = f"thrift://{hivemesh_server.host}:{hivemesh_server.port}"
+    assert "NoSuchObjectException" in _fails("acid", "cat", "nodb.nothing", "--metastore-uri", uri)
+    assert "NoSuchObjectException" in _fails("acid", "files", "default.nothing", "--metastore-uri", uri)
+    assert "127.0.0.1:1" in _fails("acid", "cat", "db.t", "--metastore-uri", "thrift://127.0.0.1:1")
+    assert "foo://x" in _fails("acid", "cat", "db.t", "--metastore-uri", "foo://x")
+    missing = str(tmp_path / "no_such_dir")
+    assert "no_such_dir" in _fails(
+        "acid", "cat", "--path", missing, "--write-ids", "t:1:9223372036854775807::"
+    )
+
+
+def test_json_and_tsv_for_scripts(nation_table: Path) -> None:
+    """``--format json``: one object per row (with its target); ``--format tsv``: a header and
+    tab-separated values; neither wraps, whatever the width."""
+    import json
+
+    snap = ["--path", str(nation_table), "--write-ids", "t:4:9223372036854775807::"]
+    rows = [
+        json.loads(line)
+        for line in _run("acid", "cat", *snap, "--limit", "3", "--format", "json").splitlines()
+    ]
+    assert len(rows) == 3 and all(r["target"] == str(nation_table) for r in rows)
+    assert set(rows[0]) - {"target"} and all(len(r) == len(rows[0]) for r in rows)
+    tsv = _run("acid", "cat", *snap, "--limit", "2", "--format", "tsv").splitlines()
+    assert tsv[0].split("\t")[0] == "target" and len(tsv) == 3
+    assert all(len(line.split("\t")) == len(tsv[0].split("\t")) for line in tsv)
+    files = [json.loads(line) for line in _run("acid", "files", *snap, "--format", "json").splitlines()]
+    assert {f["status"] for f in files} == {"read"} and any(f["path"].endswith("bucket_00000") for f in files)

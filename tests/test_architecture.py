@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import hivemesh
 from hivemesh.errors import HivemeshError
@@ -35,3 +36,20 @@ def test_every_public_exception_derives_from_hivemesh_error() -> None:
                 stray.append(f"{name}.{cls_name}")
     assert len(found) >= 15
     assert stray == []
+
+
+def test_make_clean_never_deletes_user_data(tmp_path: Path) -> None:
+    """``make clean`` is a build target: it removes the virtualenv and caches, never
+    ``hivemesh-data/`` (the default metastore's catalog and warehouse live there)."""
+    import shutil
+    import subprocess
+
+    make = shutil.which("make")
+    assert make is not None, "make is a set-up command of the README"
+    root = Path(__file__).resolve().parents[1]
+    dry = subprocess.run(
+        [make, "-n", "-C", str(root), "clean"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "rm -rf" in dry
+    commands = [line.split("#", 1)[0] for line in dry.splitlines()]
+    assert not any("hivemesh-data" in c for c in commands), dry

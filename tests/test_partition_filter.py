@@ -569,3 +569,50 @@ def test_sql_agrees_with_evaluate_on_random_filters(connection: sa.Connection) -
         matched += bool(expected) and len(expected) < len(partitions)
     assert checked == 400
     assert matched > 100  # most filters split the partitions, so the comparison means something
+
+
+def test_filters_of_thousands_of_terms_over_thrift(hms, unique_name: str) -> None:  # type: ignore[no-untyped-def]
+    """get_partitions_by_filter with filters of 1,500-3,000 terms (IN lists, STRUCT IN, NOT IN,
+    long OR chains of LIKE and of numeric tests) answers exactly what evaluate() accepts, on
+    SQLite too (whose parser stops at 1,000 levels of AND/OR); a filter of more than 10,000
+    comparisons is refused with MetaException naming the limit."""
+    from hive_metastore.ttypes import (
+        FieldSchema,
+        MetaException,
+        Partition,
+        SerDeInfo,
+        StorageDescriptor,
+        Table,
+    )
+
+    from hivemesh.metastore.partition_filter import MAX_FILTER_TERMS
+
+    def sd() -> StorageDescriptor:
+        return StorageDescriptor(cols=[FieldSchema("x", "string", None)], serdeInfo=SerDeInfo(parameters={}),
+                                 bucketCols=[], sortCols=[], parameters={})  # fmt: skip
+
+    keys = {"region": "string", "n": "int"}
+    hms.create_table(Table(tableName=unique_name, dbName="default", sd=sd(), parameters={},
+                           partitionKeys=[FieldSchema(k, t, None) for k, t in keys.items()]))  # fmt: skip
+    values = [(f"r{i % 40}", str(i)) for i in range(240)]
+    hms.add_partitions([Partition(values=list(v), dbName="default", tableName=unique_name, sd=sd(), parameters={})
+                        for v in values])  # fmt: skip
+
+    def check(text: str) -> int:
+        got = sorted(p.values[1] for p in hms.get_partitions_by_filter("default", unique_name, text, -1))
+        expr = parse_filter(text)
+        want = sorted(n for r, n in values if evaluate(expr, {"region": r, "n": n}, keys))
+        assert got == want, text[:80]
+        return len(got)
+
+    assert check("region in (" + ", ".join(f"'r{i}'" for i in range(0, 3000, 3)) + ")") == 84
+    struct_rows = ", ".join(f"struct('r{i % 40}', {i})" for i in range(0, 1500, 2))
+    assert check(f"(struct(region, n)) in ({struct_rows})") == 120
+    assert check("region not in (" + ", ".join(f"'r{i}'" for i in range(1, 1500, 2)) + ")") == 120
+    assert check(" or ".join(f"region like 'r{i}.*'" for i in range(1500))) == 240
+    assert check(" or ".join(f"n = {i}" for i in range(0, 1200, 5))) == 48
+    assert check(" and ".join(f"n <> {i}" for i in range(1, 1200, 2))) == 120
+    too_many = "region in (" + ", ".join(f"'r{i}'" for i in range(MAX_FILTER_TERMS + 1)) + ")"
+    with pytest.raises(MetaException, match=f"at most {MAX_FILTER_TERMS} are accepted"):
+        hms.get_partitions_by_filter("default", unique_name, too_many, -1)
+    assert check("region = 'r1'") == 6  # the server is fine

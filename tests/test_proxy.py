@@ -514,6 +514,15 @@ def test_remote_database_and_table_links(prefixed: ProxyService, zones: dict[str
         )
     with pytest.raises(InvalidObjectException, match="hivemesh.remote.typo"):
         c.create_database(Database(name="bad_link", parameters={"hivemesh.remote.typo": "x"}))
+    # a link to a database the remote lacks: an exception create_database declares, no link made
+    with pytest.raises(InvalidObjectException, match="remote database nosuch not found"):
+        c.create_database(
+            Database(
+                name="ghost_link",
+                parameters={"hivemesh.remote.uris": zones["us"].uri, "hivemesh.remote.database": "nosuch"},
+            )
+        )
+    assert "ghost_link" not in c.get_all_databases()
     # links persist in the proxy's store: a new proxy on the same store sees them
     with ProxyService(prefixed.config_path) as again:
         c2 = _client(again.uri).raw
@@ -536,6 +545,8 @@ def test_metrics_health_and_audit_log(zones: dict[str, HivemeshProcess], tmp_pat
         c.get_table("eu_sales", "orders")
         with pytest.raises(NoSuchObjectException):
             c.get_table("eu_sales", "missing")
+        with pytest.raises(MetaException):  # refused by the proxy (a read-only federated member)
+            c.drop_table("eu_sales", "orders", False)
         text = p.metrics()
         assert 'hivemesh_proxy_member_calls_total{member="eu",method="get_table"} 2.0' in text
         assert 'hivemesh_proxy_errors_total{error="NoSuchObjectException",method="get_table"} 1.0' in text
@@ -549,6 +560,8 @@ def test_metrics_health_and_audit_log(zones: dict[str, HivemeshProcess], tmp_pat
             and "method=get_table member=eu" in log
             and "result=NoSuchObjectException" in log
         )
+        assert "method=drop_table member=eu" in log and "result=MetaException" in log  # refused, named
+        assert ": primary metastore '" in log and "primary primary" not in log  # the start line
 
 
 def test_reload_under_load_loses_no_call(zones: dict[str, HivemeshProcess], tmp_path: Path) -> None:

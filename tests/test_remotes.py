@@ -567,7 +567,19 @@ def _run(*args: str) -> Result:
 
 
 def test_cli_add_list_drop(cli_store: str) -> None:
-    r = _run("add", "sales_eu", "--uris", URI, "--remote", "sales", "--store", cli_store, "--owner", "ann")
+    r = _run(
+        "add",
+        "sales_eu",
+        "--uris",
+        URI,
+        "--remote",
+        "sales",
+        "--store",
+        cli_store,
+        "--owner",
+        "ann",
+        "--no-check",
+    )
     assert r.exit_code == 0, r.output
     assert "added remote database sales_eu -> sales via thrift (thrift://eu-hms:9083)" in r.output
     r = _run(
@@ -579,15 +591,26 @@ def test_cli_add_list_drop(cli_store: str) -> None:
         "remote_db.remote_tbl",
         "--store",
         cli_store,
+        "--no-check",
     )
     assert r.exit_code == 0, r.output
     assert "added remote table local.t -> remote_db.remote_tbl" in r.output
     r = _run(
         "add", "tun", "--via", "ssh", "--uris", "thrift://m:9083", "--store", cli_store,
-        "--property", "ssh.tunnel.route=u@bastion -> u@node", "--property", "ssh.tunnel.port=2222",
+        "--property", "ssh.tunnel.route=u@bastion -> u@node", "--property", "ssh.tunnel.port=2222", "--no-check",
     )  # fmt: skip
     assert r.exit_code == 0, r.output
-    r = _run("add", "gl", "--via", "glue", "--property", "glue.region=eu-west-1", "--store", cli_store)
+    r = _run(
+        "add",
+        "gl",
+        "--via",
+        "glue",
+        "--property",
+        "glue.region=eu-west-1",
+        "--store",
+        cli_store,
+        "--no-check",
+    )
     assert r.exit_code == 0, r.output
 
     r = _run("list", "--store", cli_store)
@@ -663,8 +686,8 @@ def test_cli_invalid_exits_2(cli_store: str, args: list[str], message: str) -> N
 
 
 def test_cli_duplicate_exits_2(cli_store: str) -> None:
-    assert _run("add", "d", "--uris", URI, "--store", cli_store).exit_code == 0
-    r = _run("add", "d", "--uris", URI, "--store", cli_store)
+    assert _run("add", "d", "--uris", URI, "--store", cli_store, "--no-check").exit_code == 0
+    r = _run("add", "d", "--uris", URI, "--store", cli_store, "--no-check")
     assert r.exit_code == 2 and "error: remote d already exists" in r.output
 
 
@@ -672,7 +695,7 @@ def test_cli_store_from_config_and_errors(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'from-config.db'}"
     cfg = tmp_path / "mesh.yaml"
     cfg.write_text(f"proxy:\n  store: {url}\nprimary:\n  name: local\n  uris: [thrift://127.0.0.1:9083]\n")
-    r = _run("add", "d", "--uris", URI, "--config", str(cfg))
+    r = _run("add", "d", "--uris", URI, "--config", str(cfg), "--no-check")
     assert r.exit_code == 0, r.output
     with RemoteStore(url) as store:
         assert store.get("d") is not None
@@ -694,6 +717,46 @@ def test_cli_store_from_config_and_errors(tmp_path: Path) -> None:
 
 def test_cli_default_store_is_the_proxy_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    r = _run("add", "d", "--uris", URI)
+    r = _run("add", "d", "--uris", URI, "--no-check")
     assert r.exit_code == 0, r.output
     assert (tmp_path / "hivemesh-data" / "proxy.db").exists()
+
+
+def test_cli_add_checks_what_the_proxy_checks(hivemesh_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``remote add`` asks the remote metastore for the linked database or table, and the primary
+    (from --config) for a table link's local database, as the proxy does when a client creates
+    the link: a missing object or an unreachable metastore is one error line (exit 2) and no link
+    is stored; ``--no-check`` stores it without asking."""
+    from hive_metastore.ttypes import Database, FieldSchema, SerDeInfo, StorageDescriptor, Table
+
+    from tests.support.servers import ThriftClient
+
+    uri = hivemesh_server.uri
+    store = f"sqlite:///{tmp_path / 'proxy.db'}"
+    with ThriftClient(hivemesh_server.host, hivemesh_server.port) as c:
+        c.create_database(Database(name="cli_checked", parameters={}))
+        c.create_table(Table(tableName="t1", dbName="cli_checked", parameters={}, partitionKeys=[],
+                             sd=StorageDescriptor(cols=[FieldSchema("x", "string", None)], serdeInfo=SerDeInfo(),
+                                                  bucketCols=[], sortCols=[], parameters={})))  # fmt: skip
+    ok = _run("add", "linked", "--uris", uri, "--remote", "cli_checked", "--store", store)
+    assert ok.exit_code == 0, ok.output
+
+    def fails(*args: str) -> str:
+        r = _run(*args, "--store", store)
+        lines = r.output.strip().splitlines()
+        assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.output
+        return lines[0]
+
+    assert "remote database nosuch not found" in fails("add", "ghost", "--uris", uri, "--remote", "nosuch")
+    assert "cannot create database link" in fails(
+        "add", "far", "--uris", "thrift://127.0.0.1:1", "--remote", "x"
+    )
+    cfg = tmp_path / "mesh.yaml"
+    cfg.write_text(f"proxy:\n  store: {store}\nprimary:\n  name: main\n  uris: [{uri}]\n")
+    assert "no database nodb in the primary metastore 'main'" in fails(
+        "add", "nodb.t", "--uris", uri, "--remote", "cli_checked.t1", "--config", str(cfg)
+    )
+    with RemoteStore(store) as rs:
+        assert [s.local_name for s in rs.list()] == ["linked"]
+    offline = _run("add", "ghost", "--uris", uri, "--remote", "nosuch", "--store", store, "--no-check")
+    assert offline.exit_code == 0, offline.output

@@ -526,3 +526,50 @@ def test_acid_write_and_insert_events(hms, unique_name: str) -> None:  # type: i
             )
         )  # fmt: skip
     hms.drop_table("default", unique_name, True)
+
+
+def test_oversized_open_txns_is_capped_and_runaway_clients_refused(
+    local: LocalMetastore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``open_txns`` of more than hive.txn.max.open.batch (1,000) opens 1,000, as Hive does; once
+    hive.max.open.txns are open (100,000; 1,500 here) new txns are refused with Hive's
+    MetaException until some end. Replicated txns are not counted against the limit."""
+    import hivemesh.metastore.txns as txns_module
+
+    m = local
+    ids = m.open_txns(OpenTxnRequest(num_txns=5000, user="u", hostname="h")).txn_ids
+    assert len(ids) == 1000 and ids == sorted(ids)
+    monkeypatch.setattr(txns_module, "MAX_OPEN_TXNS", 1500)
+    more = m.open_txns(OpenTxnRequest(num_txns=1000, user="u", hostname="h")).txn_ids
+    assert len(more) == 1000
+    with pytest.raises(MetaException, match=r"Maximum allowed number of open transactions \(1500\)"):
+        m.open_txns(OpenTxnRequest(num_txns=1, user="u", hostname="h"))
+    repl = m.open_txns(OpenTxnRequest(num_txns=1, user="u", hostname="h", replPolicy="p", replSrcTxnIds=[7]))
+    assert len(repl.txn_ids) == 1
+    m.abort_txns(AbortTxnsRequest(txn_ids=ids))
+    assert len(m.open_txns(OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids) == 1
+
+
+def test_reaper_aborts_in_batches_and_stops_between_them(local: LocalMetastore) -> None:
+    """2,500 timed-out txns are aborted 1,000 per database transaction (other writers go in
+    between); a stopping server ends the pass after the batch in progress."""
+    m = local
+    ids = []
+    for _ in range(3):
+        ids += m.open_txns(
+            OpenTxnRequest(num_txns=1000 if len(ids) < 2000 else 500, user="u", hostname="h")
+        ).txn_ids
+    later = int(time.time() * 1000) + m.txn_timeout_ms + 60_000
+    asked: list[int] = []
+
+    def stop_after_first() -> bool:
+        asked.append(1)
+        return len(asked) > 1
+
+    first = m.abort_timed_out_txns(now=later, should_stop=stop_after_first)
+    assert first == ids[:1000]  # one batch, then the stop was seen
+    calls: list[int] = []
+    rest = m.abort_timed_out_txns(now=later, should_stop=lambda: bool(calls.append(1)))
+    assert rest == ids[1000:] and len(calls) == 2  # two more batches (1,000 and 500)
+    info = {t.id: t.state for t in m.get_open_txns_info().open_txns}
+    assert all(info.get(t, TxnState.ABORTED) == TxnState.ABORTED for t in ids)

@@ -72,6 +72,13 @@ def main() -> None:
     default=None,
     help="Root of managed databases and tables (path or URI).  [default: hivemesh-data/warehouse]",
 )
+@click.option(
+    "--allowed-locations",
+    "allowed_locations",
+    multiple=True,
+    help="A root under which client-given locations may be (repeatable; the warehouse always is); "
+    "others are refused.  [default: anywhere]",
+)
 @click.option("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR.  [default: INFO]")
 @click.option("--framed/--unframed", default=None, help="Framed Thrift transport.  [default: unframed]")
 @click.option("--compact/--binary", default=None, help="Compact Thrift protocol.  [default: binary]")
@@ -91,12 +98,37 @@ def main() -> None:
     default=None,
     help="Seconds between reaping timed-out txns/locks and purging old txn records and events.  [default: 60]",
 )
+@click.option(
+    "--max-message-mb",
+    type=int,
+    default=None,
+    help="Largest string or container in one message.  [default: 100]",
+)
+@click.option(
+    "--txn-retention",
+    "txn_retention_s",
+    type=int,
+    default=None,
+    help="Seconds completed txn records are kept (never below an open snapshot).  [default: 86400]",
+)
+@click.option(
+    "--event-retention",
+    "event_retention_s",
+    type=int,
+    default=None,
+    help="Seconds notification events are kept (never ahead of a reader).  [default: 604800]",
+)
 def metastore(config_path: str | None, **opts: object) -> None:
     """Serve the Hive Metastore Thrift API on SQLite or PostgreSQL.
 
     Every option can also come from the config file (section 'metastore:') or from
-    HIVEMESH_METASTORE_<OPTION> environment variables; options win over both.
+    HIVEMESH_METASTORE_<OPTION> environment variables (e.g. HIVEMESH_METASTORE_TXN_TIMEOUT for
+    --txn-timeout; an unknown one is an error); options win over both.
     """
+    if not opts.get("allowed_locations"):
+        opts["allowed_locations"] = None  # not given: the file's or the environment's
+    else:
+        opts["allowed_locations"] = list(opts["allowed_locations"])  # type: ignore[call-overload]
     try:
         cfg = load_config(config_path, **{f"metastore__{k}": v for k, v in opts.items()}).metastore
     except ConfigError as e:

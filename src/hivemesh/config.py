@@ -1,16 +1,19 @@
 """Typed configuration of ``hivemesh metastore`` (the ``metastore:`` section of ``mesh.yaml``).
 
-Precedence, highest first: command-line options, environment variables named after the YAML keys
-(``HIVEMESH_METASTORE_PORT``, ``HIVEMESH_METASTORE_TXN_TIMEOUT_S``: ``HIVEMESH_<SECTION>_<KEY>``),
-the YAML file given with ``--config``, built-in defaults. Validation errors name the offending key
-and say what was expected (pydantic). The proxy's section is read by
-:mod:`hivemesh.federation.config`, which reads no environment variables.
+Precedence, highest first: command-line options, environment variables
+``HIVEMESH_<SECTION>_<OPTION>`` named after the option (``HIVEMESH_METASTORE_TXN_TIMEOUT`` for
+``--txn-timeout``; the YAML key's spelling ``..._TXN_TIMEOUT_S`` works too; an unknown one is an
+error: :func:`env_overrides`), the YAML file given with ``--config`` (relative paths in it are
+relative to it), built-in defaults. Validation errors name the offending key and say what was
+expected (pydantic). The proxy's section is read by :mod:`hivemesh.federation.config` with the
+same rule (``HIVEMESH_PROXY_<OPTION>``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +45,18 @@ class MetastoreConfig(BaseModel):
         str(DEFAULT_DATA_DIR / "warehouse"),
         description="default root of managed databases and tables (a path or a URI)",
     )
+    allowed_locations: list[str] = Field(
+        default_factory=list,
+        description="roots under which database, table and partition locations may be (paths or URIs; "
+        "the warehouse always is); a location elsewhere is refused with MetaException. Default: anywhere",
+    )
+
+    @field_validator("allowed_locations", mode="before")
+    @classmethod
+    def _comma_separated(cls, v: Any) -> Any:
+        """``HIVEMESH_METASTORE_ALLOWED_LOCATIONS=file:/data,s3a://lake``: a comma-separated list."""
+        return [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else v
+
     log_level: LogLevel = "INFO"
     framed: bool = Field(False, description="framed Thrift transport (Hive default: unframed)")
     compact: bool = Field(False, description="compact Thrift protocol (Hive default: binary)")
@@ -102,12 +117,45 @@ def _format_errors(source: str, err: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def _env_overrides(section: str, model: type[BaseModel]) -> dict[str, str]:
-    out = {}
-    for name in model.model_fields:
-        key = f"HIVEMESH_{section.upper()}_{name.upper()}"
-        if key in os.environ:
-            out[name] = os.environ[key]
+ENV_ELSEWHERE = frozenset({"HIVEMESH_METASTORE_URI"})
+"""``HIVEMESH_<SECTION>_*`` variables that belong to other commands (``hivemesh acid``'s
+``--metastore-uri``), not to a section's settings."""
+
+
+def option_name(field: str) -> str:
+    """The command-line spelling of a setting: ``txn_timeout_s`` -> ``txn-timeout`` (units
+    suffixes ``_s``/``_ms`` dropped only where the CLI drops them: seconds)."""
+    return (field[:-2] if field.endswith("_s") else field).replace("_", "-")
+
+
+def env_overrides(
+    section: str, model: type[BaseModel], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Settings of ``section`` from ``HIVEMESH_<SECTION>_<NAME>`` variables, ``<NAME>`` being the
+    option's name (``HIVEMESH_METASTORE_TXN_TIMEOUT`` for ``--txn-timeout``) or the YAML key
+    (``HIVEMESH_METASTORE_TXN_TIMEOUT_S``). Raises ConfigError naming every unknown
+    ``HIVEMESH_<SECTION>_*`` variable (a typo must not be silently ignored)."""
+    env = os.environ if environ is None else environ
+    prefix = f"HIVEMESH_{section.upper()}_"
+    names: dict[str, str] = {}
+    for field in model.model_fields:
+        names[field.upper()] = field
+        names[option_name(field).replace("-", "_").upper()] = field
+    out: dict[str, str] = {}
+    unknown = []
+    for key, value in env.items():
+        if not key.startswith(prefix) or key in ENV_ELSEWHERE:
+            continue
+        field = names.get(key[len(prefix) :])
+        if field is None:
+            unknown.append(key)
+        else:
+            out[field] = value
+    if unknown:
+        known = ", ".join(
+            sorted(prefix + option_name(f).replace("-", "_").upper() for f in model.model_fields)
+        )
+        raise ConfigError(f"unknown environment variable(s) {', '.join(sorted(unknown))} (known: {known})")
     return out
 
 
@@ -148,6 +196,31 @@ def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     return loaded
 
 
+def relative_to(base: Path, value: Any) -> Any:
+    """A path or SQLite URL written in a configuration file, made absolute against ``base`` (the
+    file's directory) when relative: ``sqlite:///hm/x.db`` -> ``sqlite:////etc/hivemesh/hm/x.db``,
+    ``data/warehouse`` -> ``/etc/hivemesh/data/warehouse``. URLs of other schemes (``s3a://``,
+    ``hdfs://``, ``file:``), absolute paths, ``~`` paths and non-strings are returned as they are."""
+    if not isinstance(value, str) or not value:
+        return value
+    if value.startswith("sqlite:///"):
+        rest = value[len("sqlite:///") :]
+        if rest and not rest.startswith(("/", ":", "~")):
+            return f"sqlite:///{base.resolve() / rest}"
+        return value
+    if ":" in value.split("/", 1)[0] or value.startswith(("/", "~")):
+        return value  # a URL (scheme:...), an absolute or a home path
+    return str(base.resolve() / value)
+
+
+def anchor_paths(section: Any, keys: tuple[str, ...], base: Path) -> Any:
+    """``section`` (a mapping read from a file) with its ``keys`` made absolute by
+    :func:`relative_to`; anything else is returned unchanged."""
+    if not isinstance(section, dict):
+        return section
+    return {k: relative_to(base, v) if k in keys else v for k, v in section.items()}
+
+
 def load_config(path: str | os.PathLike[str] | None = None, **cli: Any) -> MeshConfig:
     """Build the configuration from a YAML file, the environment and CLI options.
 
@@ -159,9 +232,11 @@ def load_config(path: str | os.PathLike[str] | None = None, **cli: Any) -> MeshC
     if path is not None:
         source = str(path)
         raw = read_yaml(path)
+        # paths written in the file are relative to the file, not to the working directory
+        raw["metastore"] = anchor_paths(raw.get("metastore"), ("db", "warehouse"), Path(path).parent)
     for section, model in (("metastore", MetastoreConfig),):
         sect = dict(raw.get(section) or {})
-        sect.update(_env_overrides(section, model))
+        sect.update(env_overrides(section, model))
         for k, v in cli.items():
             if v is not None and k.startswith(section + "__"):
                 sect[k.split("__", 1)[1]] = v

@@ -8,14 +8,20 @@ ValidWriteIdList, or on a table through a metastore (a read txn is opened, used 
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import click
+import pyarrow as pa
 from hive_metastore.ttypes import TxnType
 from rich.console import Console
 from rich.table import Table
+from thrift.Thrift import TException
+from thrift.transport.TTransport import TTransportException
 
 from hivemesh.acid.arrow_reader import (
     TableLayout,
@@ -28,6 +34,7 @@ from hivemesh.acid.arrow_reader import (
 from hivemesh.acid.selection import SnapshotFiles, select_files
 from hivemesh.acid.tables import split_name, table_locations
 from hivemesh.client.metastore import MetastoreClient, lock_component
+from hivemesh.errors import HivemeshError
 from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
 
 
@@ -80,7 +87,11 @@ def _path_target(path: str, write_ids: str | None, txns: str | None, insert_only
 def _table_targets(table: str, metastore_uri: str, partition_filter: str | None) -> Iterator[list[_Target]]:
     """A table's locations read in a read-only txn of the metastore (open while the caller reads)."""
     db, name = split_name(table)
-    with MetastoreClient(metastore_uri) as client:
+    try:
+        client = MetastoreClient(metastore_uri)
+    except TTransportException as e:
+        raise click.ClickException(f"cannot reach the metastore at {metastore_uri}: {e}") from None
+    with client:
         tbl = client.call("get_table", db, name, idempotent=True)
         try:
             layout = table_layout(tbl)
@@ -133,44 +144,96 @@ def acid() -> None:
     """Inspect Hive ACID tables: which files a snapshot reads, and its rows."""
 
 
+def _console() -> Console:
+    """stdout; piped, wide enough that tables never wrap inside a value."""
+    return Console() if sys.stdout.isatty() else Console(width=100_000, soft_wrap=True)
+
+
+@contextmanager
+def _clean_errors() -> Iterator[None]:
+    """Errors as one line on stderr and exit code 1 (no traceback): a missing table or database,
+    an unreachable metastore, a bad URI, an unreadable file or directory, a bad snapshot."""
+    try:
+        yield
+    except click.ClickException:
+        raise
+    except TException as e:
+        text = getattr(e, "message", None) or str(e) or type(e).__name__
+        raise click.ClickException(f"{type(e).__name__}: {text}") from None
+    except (HivemeshError, OSError, ValueError, pa.ArrowException) as e:
+        text = str(e).strip().splitlines()
+        raise click.ClickException(f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")) from None
+
+
+def _emit(fmt: str, console: Console, title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    """One result set: a rich table (``table``), one JSON object per row (``json``, with the
+    ``target`` it belongs to) or tab-separated lines with a header (``tsv``)."""
+    if fmt == "json":
+        for row in rows:
+            click.echo(json.dumps({"target": title, **dict(zip(columns, row, strict=True))}, default=str))
+    elif fmt == "tsv":
+        click.echo("\t".join(["target", *columns]))
+        for row in rows:
+            click.echo("\t".join(_tsv(v) for v in [title, *row]))
+    else:
+        out = Table(title=title, show_edge=False)
+        for col in columns:
+            out.add_column(col, overflow="fold")
+        for row in rows:
+            out.add_row(*("" if v is None else str(v) for v in row))
+        console.print(out)
+
+
+def _tsv(value: Any) -> str:
+    text = "\\N" if value is None else str(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n") if value is not None else text
+
+
+_format = click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "tsv"]), default="table", show_default=True,
+    help="table for people; json (one object per line) or tsv (NULL as \\N) for scripts.",
+)  # fmt: skip
+
+
 @acid.command()
 @_with_common
-def files(**kw: object) -> None:
+@_format
+def files(fmt: str, **kw: object) -> None:
     """Print the files a snapshot reads and those it leaves out (obsolete, aborted, not visible)."""
-    console = Console()
-    with _targets(**kw) as targets:  # type: ignore[arg-type]
+    console = _console()
+    with _clean_errors(), _targets(**kw) as targets:  # type: ignore[arg-type]
         for t in targets:
             sel = _select(t)
-            console.print(f"[bold]{t.label}[/bold]  {t.write_ids}" + (f"  txns {t.txns}" if t.txns else ""))
-            out = Table(show_edge=False)
-            for col in ("status", "path", "bytes", "note"):
-                out.add_column(col, overflow="fold")
+            rows: list[list[Any]] = []
             for f in sel.data_files:
                 kind = "original" if f.directory is None else f.directory.kind
                 length = flush_length(t.location, f)
                 note = f"{kind}" + (f", read up to {length} (flush length)" if length is not None else "")
                 note += ", rows of invalid write ids dropped" if f.write_id_filter else ""
-                out.add_row("read", f.path, str(f.size), note)
+                rows.append(["read", f.path, f.size, note])
             for f in sel.delete_files:
-                out.add_row("read", f.path, str(f.size), "delete events")
+                rows.append(["read", f.path, f.size, "delete events"])
             for status, paths in (
                 ("obsolete", sel.obsolete),
                 ("aborted", sel.aborted),
                 ("not visible", sel.ignored),
             ):
-                for p in paths:
-                    out.add_row(status, p, "", "")
-            console.print(out)
+                rows.extend([status, p, None, None] for p in paths)
+            title = f"{t.label}  {t.write_ids}" + (f"  txns {t.txns}" if t.txns else "")
+            _emit(
+                fmt, console, title if fmt == "table" else t.label, ["status", "path", "bytes", "note"], rows
+            )
 
 
 @acid.command()
 @_with_common
+@_format
 @click.option("--limit", type=int, default=20, show_default=True, help="Rows to print (0: all).")
 @click.option("--row-ids", is_flag=True, help="Also print ROW__ID (originalTransaction, bucket, rowId).")
-def cat(limit: int, row_ids: bool, **kw: object) -> None:
+def cat(fmt: str, limit: int, row_ids: bool, **kw: object) -> None:
     """Print the rows a snapshot sees (full ACID and insert-only ORC/Parquet/text)."""
-    console = Console()
-    with _targets(**kw) as targets:  # type: ignore[arg-type]
+    console = _console()
+    with _clean_errors(), _targets(**kw) as targets:  # type: ignore[arg-type]
         shown = 0
         for t in targets:
             sel = _select(t)
@@ -180,12 +243,11 @@ def cat(limit: int, row_ids: bool, **kw: object) -> None:
                     tuple(schema_from_files(t.location, sel)), insert_only=bool(layout and layout.insert_only)
                 )
             data = read_snapshot_files(t.location, sel, t.write_ids, layout, with_row_ids=row_ids)
-            out = Table(title=f"{t.label}: {data.num_rows} rows", show_edge=False)
-            for name in data.column_names:
-                out.add_column(name, overflow="ellipsis", no_wrap=True, max_width=40)
+            rows = []
             for row in data.to_pylist():
                 if limit and shown >= limit:
                     break
-                out.add_row(*(str(v) for v in row.values()))
+                rows.append(list(row.values()))
                 shown += 1
-            console.print(out)
+            title = f"{t.label}: {data.num_rows} rows" if fmt == "table" else t.label
+            _emit(fmt, console, title, data.column_names, rows)

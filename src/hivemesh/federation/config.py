@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -18,10 +19,13 @@ from hivemesh.config import (
     DEFAULT_DATA_DIR,
     ConfigError,
     LogLevel,
+    anchor_paths,
     check_regexes,
+    env_overrides,
     format_errors,
     lower_enum,
     read_yaml,
+    relative_to,
 )
 
 
@@ -279,13 +283,35 @@ class FederationConfig(BaseModel):
         return self
 
 
+def _anchor_member(member: Any, base: Path) -> Any:
+    """A member read from the file with its embedded store/warehouse and SSH key files made
+    relative to the file's directory."""
+    if not isinstance(member, dict):
+        return member
+    out = dict(member)
+    out["embedded"] = anchor_paths(member.get("embedded"), ("db", "warehouse"), base)
+    tunnel = member.get("ssh_tunnel")
+    if isinstance(tunnel, dict):
+        tunnel = anchor_paths(tunnel, ("known_hosts",), base)
+        if isinstance(tunnel.get("private_keys"), list):
+            tunnel["private_keys"] = [relative_to(base, k) for k in tunnel["private_keys"]]
+        out["ssh_tunnel"] = tunnel
+    return {k: v for k, v in out.items() if v is not None or k in member}
+
+
 def load_federation_config(path: str | os.PathLike[str], **overrides: Any) -> FederationConfig:
     """Read ``proxy``/``primary``/``federated`` from a mesh.yaml. ``overrides``: ``proxy`` settings
     given on the command line (``None`` values ignored). Raises ConfigError listing every problem."""
     raw = read_yaml(path)
-    section = dict(raw.get("proxy") or {})
+    base = Path(path).parent  # paths written in the file are relative to the file
+    section = dict(anchor_paths(raw.get("proxy"), ("store",), base) or {})
+    section.update(env_overrides("proxy", ProxySettings))  # HIVEMESH_PROXY_<OPTION>
     section.update({k: v for k, v in overrides.items() if v is not None})
-    body = {"proxy": section, "primary": raw.get("primary"), "federated": raw.get("federated") or []}
+    body = {
+        "proxy": section,
+        "primary": _anchor_member(raw.get("primary"), base),
+        "federated": [_anchor_member(m, base) for m in raw.get("federated") or []],
+    }
     if body["primary"] is None:
         raise ConfigError(f"{path}: a proxy needs a primary: section (name, uris or embedded)")
     try:

@@ -41,6 +41,7 @@ from hivemesh.federation.routing import (
     NamesOut,
     Observer,
     Registry,
+    current,
 )
 from hivemesh.federation.txns import TxnRouter
 from hivemesh.hive.hms_methods import METHODS
@@ -102,6 +103,7 @@ class Federation(MemberCalls):
         col = Collector()
         rename_args(plan, argv, col)
         member, real_db, client_db = self.target(method, col)
+        current.member = member.name  # the audit line names it even when the call is refused here
         names = member.names
         if real_db is not None and not names.exposes(real_db):
             if method.startswith("create_database"):

@@ -11,23 +11,19 @@ and the outcome.
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
     Histogram,
-    generate_latest,
 )
 
 from hivemesh.federation.routing import current
+from hivemesh.thrift.http import MetricsHttpServer
 from hivemesh.thrift.server import connection
 
 audit_log = logging.getLogger("hivemesh.audit")
@@ -104,44 +100,9 @@ class ProxyMetrics:
             )  # fmt: skip
 
 
-class HealthServer:
-    """``/metrics`` and ``/health`` over HTTP. ``health()`` returns (ok, JSON-able details)."""
+class HealthServer(MetricsHttpServer):
+    """``/metrics`` and ``/health`` of the proxy over HTTP. ``health()`` returns (ok, JSON-able details)."""
 
     def __init__(self, metrics: ProxyMetrics, health: Callable[[], tuple[bool, dict[str, Any]]]):
+        super().__init__(metrics.registry, health, name="proxy-http")
         self.metrics = metrics
-        self.health = health
-        self.httpd: ThreadingHTTPServer | None = None
-
-    def serve(self, port: int, host: str = "127.0.0.1") -> int:
-        """Start serving in a daemon thread; returns the port (0 picks a free one)."""
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server API
-                if self.path.startswith("/metrics"):
-                    body, ctype, code = generate_latest(outer.metrics.registry), CONTENT_TYPE_LATEST, 200
-                elif self.path.startswith("/health"):
-                    ok, details = outer.health()
-                    body = json.dumps(details, indent=2, sort_keys=True).encode()
-                    ctype, code = "application/json", 200 if ok else 503
-                else:
-                    body, ctype, code = b"not found: try /metrics or /health\n", "text/plain", 404
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server API
-                pass
-
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, name="proxy-http", daemon=True).start()
-        return self.httpd.server_address[1]
-
-    def stop(self) -> None:
-        """Stop serving HTTP."""
-        if self.httpd is not None:
-            self.httpd.shutdown()
-            self.httpd.server_close()

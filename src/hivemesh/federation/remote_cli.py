@@ -75,6 +75,8 @@ def _with_store(fn: Callable[..., None]) -> Callable[..., None]:
             _fail(str(e))
         except sa.exc.SQLAlchemyError as e:
             _fail(f"cannot open the remote store: {getattr(e, 'orig', None) or e}")
+        if "config_path" in fn.__code__.co_varnames:
+            kw["config_path"] = config_path
         try:
             fn(rs, **kw)
         except (RemoteError, ConfigError) as e:
@@ -124,6 +126,12 @@ def remote() -> None:
     help="ssh.tunnel.* / glue.* (or hivemesh.remote.*) property; repeatable.",
 )
 @click.option("--owner", default=None, help="Owner recorded with the link.  [default: the current user]")
+@click.option(
+    "--no-check",
+    is_flag=True,
+    help="Store the link without asking the remote metastore (and the primary, for a table link) "
+    "that its objects exist (offline use).",
+)
 @_with_store
 def add(
     store: RemoteStore,
@@ -133,6 +141,8 @@ def add(
     via: str | None,
     properties: tuple[str, ...],
     owner: str | None,
+    no_check: bool,
+    config_path: str | None = None,
 ) -> None:
     """Add a remote: NAME is db (database link) or db.table (table link).
 
@@ -167,8 +177,47 @@ def add(
     )
     if spec is None:
         _fail(f"{name}: give --uris thrift://host:port (or --via glue)")
+    if not no_check:
+        _check(spec, config_path)
     spec = store.add(spec)
     click.echo(f"added {_describe(spec)}")
+
+
+def _check(spec: RemoteSpec, config_path: str | None) -> None:
+    """What the proxy checks when a client creates the link: the remote object exists (its
+    metastore answers), and a table link's local database exists in the primary (when --config
+    names it). Exits 2 with the reason otherwise."""
+    from hive_metastore.ttypes import NoSuchObjectException
+    from thrift.Thrift import TException
+
+    from hivemesh.federation.remotes.registry import check_remote
+
+    try:
+        check_remote(spec)
+    except TException as e:
+        _fail(getattr(e, "message", None) or str(e))
+    if spec.local_table is None:
+        return
+    if config_path is None:
+        click.echo(
+            f"note: the local database {spec.local_db} was not checked (give --config to name the primary)",
+            err=True,
+        )
+        return
+    primary = load_federation_config(config_path).primary
+    if not primary.uris:
+        return  # an embedded primary is the proxy's own store: checked when the proxy serves it
+    from hivemesh.client.metastore import MetastoreClient
+
+    try:
+        with MetastoreClient(",".join(primary.uris), timeout_s=30) as client:
+            client.call("get_database", spec.local_db, idempotent=True)
+    except NoSuchObjectException:
+        _fail(
+            f"table link {spec.local_name}: no database {spec.local_db} in the primary metastore {primary.name!r}"
+        )
+    except (TException, OSError) as e:
+        _fail(f"cannot reach the primary metastore {primary.name!r} ({','.join(primary.uris)}): {e}")
 
 
 @remote.command("list")

@@ -142,7 +142,7 @@ class ProxyService:
             w.start()
             self._threads.append(w)
         log.info(
-            "proxy on %s: primary %s, %d federated (%s), %d remotes; ready in %.2fs",
+            "proxy on %s: %s, %d federated (%s), %d remotes; ready in %.2fs",
             self.uri, registry.primary.describe(), len(registry.federated),
             s.database_resolution.value, len(self.links.specs()), time.perf_counter() - t0,
         )  # fmt: skip

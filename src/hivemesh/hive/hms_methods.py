@@ -11,11 +11,12 @@ exceptions a method declares), the metastore's request-form methods, and the fed
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hive_metastore import ThriftHiveMetastore
+from hive_metastore import ThriftHiveMetastore, ttypes
+from thrift.Thrift import TException, TType
 
 from hivemesh.hive.names import db_ref, parse_db_name
 
@@ -200,3 +201,107 @@ _FORMS = (
 )
 REQUEST_FORMS: Mapping[str, RequestForm] = {f.method: f for f in _FORMS}
 """Request-form method -> how it maps to its plain call."""
+
+
+# I32 fields whose values are Thrift enums: (struct name, field name) -> the enum class name
+_ENUM_FIELDS = {
+    ("LockComponent", "type"): "LockType",
+    ("LockComponent", "level"): "LockLevel",
+    ("LockComponent", "operationType"): "DataOperationType",
+    ("OpenTxnRequest", "txn_type"): "TxnType",
+    ("AddDynamicPartitions", "operationType"): "DataOperationType",
+}
+
+
+# Structs whose required fields are checked: those of transactions, locks, notifications and
+# column statistics, which every client fills. Not all: the generated IDL marks some fields
+# required that Hive 4.2 accepts unset (``engine`` of the statistics requests, added later).
+_VALIDATED = frozenset({
+    "OpenTxnRequest", "CommitTxnRequest", "AbortTxnRequest", "AbortTxnsRequest", "LockRequest",
+    "LockComponent", "CheckLockRequest", "UnlockRequest", "HeartbeatTxnRangeRequest",
+    "NotificationEventRequest", "AllocateTableWriteIdsRequest", "GetValidWriteIdsRequest",
+    "ColumnStatistics", "ColumnStatisticsObj", "ColumnStatisticsDesc",
+})  # fmt: skip
+_CHECKED: dict[type, bool] = {}
+
+
+def _needs_check(cls: type) -> bool:
+    """Whether a struct class, or one it holds at any depth, has a required or an enum field
+    (most do not: a Partition with its storage descriptor is then not walked at all)."""
+    if cls in _CHECKED:
+        return _CHECKED[cls]
+    _CHECKED[cls] = False  # a cycle adds nothing
+    own = cls.__name__ in _VALIDATED or any(k[0] == cls.__name__ for k in _ENUM_FIELDS)
+    nested = False
+    for f in getattr(cls, "thrift_spec", None) or ():
+        if not f:
+            continue
+        if f[1] == TType.STRUCT:
+            nested = nested or _needs_check(f[3][0])
+        elif f[1] == TType.LIST and f[3] and f[3][0] == TType.STRUCT:
+            nested = nested or _needs_check(f[3][1][0])
+    _CHECKED[cls] = own or nested
+    return _CHECKED[cls]
+
+
+def _struct_problem(value: Any, path: str) -> str | None:
+    if not _needs_check(type(value)):
+        return None
+    cls = type(value).__name__
+    if cls in _VALIDATED:
+        try:
+            value.validate()
+        except TException as e:
+            return f"{path}: {getattr(e, 'message', None) or e}"
+    for f in value.thrift_spec or ():
+        if not f:
+            continue
+        _, ttype, fname, fargs, _default = f
+        v = getattr(value, fname, None)
+        if v is None:
+            continue
+        enum = _ENUM_FIELDS.get((cls, fname))
+        if enum is not None and v not in getattr(ttypes, enum)._VALUES_TO_NAMES:
+            return f"{path}.{fname}: {v!r} is not a {enum}"
+        if ttype == TType.STRUCT and hasattr(v, "validate"):
+            problem = _struct_problem(v, f"{path}.{fname}")
+        elif ttype == TType.LIST and fargs and fargs[0] == TType.STRUCT:
+            problem = next(
+                (
+                    p
+                    for i, x in enumerate(v)
+                    if x is not None and (p := _struct_problem(x, f"{path}.{fname}[{i}]"))
+                ),
+                None,
+            )
+        else:
+            problem = None
+        if problem is not None:
+            return problem
+    return None
+
+
+def argument_problem(method: str, args: Sequence[Any]) -> tuple[bool, str] | None:
+    """What makes the arguments of a call to ``method`` invalid before any work, or None.
+
+    ``(False, text)``: the first argument, a struct (the call's request or subject), is missing;
+    later struct arguments (an EnvironmentContext, ...) are optional. A Java server reads such a
+    call and its handler fails: MetaException where declared, else an internal error.
+    ``(True, text)``: a required field is unset in a struct of :data:`_VALIDATED` at any depth,
+    or an enum field holds a value out of its enum; a Java server cannot even read such a call
+    (a protocol error). Text such as ``rqst (CommitTxnRequest): Required field txnid is unset!``.
+    """
+    spec = getattr(getattr(ThriftHiveMetastore, f"{method}_args", None), "thrift_spec", None)
+    fields = [f for f in spec or () if f]  # none for fb303's calls (getName, ...): no structs
+    for i, (f, value) in enumerate(zip(fields, args, strict=False)):
+        if f[1] != TType.STRUCT:
+            continue
+        label = f"{f[2]} ({f[3][0].__name__})"
+        if value is None:
+            if i == 0:  # the call's subject (its request, database, table); later ones are optional
+                return False, f"{label}: missing"
+            continue
+        problem = _struct_problem(value, label)
+        if problem is not None:
+            return True, problem
+    return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -99,10 +99,32 @@ class CatalogBase:
     called by others; :class:`~hivemesh.metastore.handler.LocalMetastore` combines them all.
     """
 
-    def __init__(self, store: Store, warehouse: str, txn_timeout_s: float = 300):
+    def __init__(
+        self,
+        store: Store,
+        warehouse: str,
+        txn_timeout_s: float = 300,
+        allowed_locations: Sequence[str] = (),
+    ):
         self.store = store
         self.warehouse = storage.normalize_location(warehouse)
         self.txn_timeout_ms = int(txn_timeout_s * 1000)  # hive.txn.timeout
+        roots = [storage.normalize_location(r) for r in allowed_locations]
+        self.allowed_locations = tuple(dict.fromkeys([self.warehouse, *roots])) if roots else ()
+
+    def checked_location(self, location: str) -> str:
+        """``location`` given by a client, normalized (:func:`hivemesh.storage.normalize_location`:
+        ``..`` resolved); MetaException when the operator restricted locations
+        (``metastore.allowed_locations``) and it is under none of them nor the warehouse."""
+        loc = storage.normalize_location(location)
+        if self.allowed_locations and not any(
+            loc == root or loc.startswith(root.rstrip("/") + "/") for root in self.allowed_locations
+        ):
+            raise MetaException(
+                f"location {loc} is outside the locations this metastore allows "
+                f"(metastore.allowed_locations: {', '.join(self.allowed_locations)})"
+            )
+        return loc
 
     # ---- transactions
     @contextmanager

@@ -65,7 +65,7 @@ class DatabaseMixin(CatalogBase):
         if not validate_name(name):
             raise InvalidObjectException(f"{database.name} is not a valid database name")
         location = (
-            storage.normalize_location(database.locationUri)
+            self.checked_location(database.locationUri)
             if database.locationUri
             else self.default_db_location(name)
         )
@@ -135,7 +135,7 @@ class DatabaseMixin(CatalogBase):
                 "OWNER_TYPE": db.ownerType if db.ownerType is not None else row.OWNER_TYPE,
             }
             if db.locationUri:
-                values["DB_LOCATION_URI"] = storage.normalize_location(db.locationUri)
+                values["DB_LOCATION_URI"] = self.checked_location(db.locationUri)
             tx.conn.execute(DBS.update().where(DBS.c.DB_ID == row.DB_ID).values(**values))
             if db.parameters is not None:
                 tx.conn.execute(DATABASE_PARAMS.delete().where(DATABASE_PARAMS.c.DB_ID == row.DB_ID))

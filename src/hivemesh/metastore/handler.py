@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -69,9 +70,14 @@ class LocalMetastore(
     """
 
     def __init__(
-        self, store: Store, warehouse: str, conf: dict[str, str] | None = None, txn_timeout_s: float = 300
+        self,
+        store: Store,
+        warehouse: str,
+        conf: dict[str, str] | None = None,
+        txn_timeout_s: float = 300,
+        allowed_locations: Sequence[str] = (),
     ):
-        super().__init__(store, warehouse, txn_timeout_s)
+        super().__init__(store, warehouse, txn_timeout_s, allowed_locations)
         self.started = int(time.time())
         self.conf = {
             "hive.metastore.warehouse.dir": self.warehouse,

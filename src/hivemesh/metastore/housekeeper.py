@@ -41,7 +41,7 @@ class Housekeeper:
         h = self.handler
         done = {"aborted_txns": 0, "expired_locks": 0, "purged_txns": 0, "purged_events": 0}
         steps = (
-            ("aborted_txns", lambda: len(h.abort_timed_out_txns())),
+            ("aborted_txns", lambda: len(h.abort_timed_out_txns(should_stop=self._stop.is_set))),
             ("expired_locks", self._expire_locks),
             ("purged_txns", lambda: h.purge_completed_txns(self.txn_retention_s * 1000)),
             ("purged_events", lambda: h.purge_events(self.event_retention_s)),

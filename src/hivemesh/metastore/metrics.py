@@ -1,8 +1,9 @@
-"""Prometheus metrics of the metastore service (served on ``--metrics-port`` at ``/metrics``)."""
+"""Prometheus metrics of the metastore service (served on ``--metrics-port`` at ``/metrics``, with
+``/health`` beside them: see :class:`hivemesh.thrift.http.MetricsHttpServer`)."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 
 class ServiceMetrics:
@@ -31,8 +32,3 @@ class ServiceMetrics:
         self.latency.labels(method).observe(seconds)
         if error:
             self.errors.labels(method, error).inc()
-
-    def serve(self, port: int, host: str = "127.0.0.1") -> int:
-        """Serve ``/metrics`` over HTTP on ``port`` (0 = any free port); returns the port."""
-        server, _thread = start_http_server(port, addr=host, registry=self.registry)
-        return server.server_address[1]

@@ -307,6 +307,12 @@ def _check_date(tok: Token) -> None:
         raise FilterError(f"invalid date {tok} at column {tok.column}", tok.start_pos) from None
 
 
+MAX_FILTER_CHARS = 1_000_000
+MAX_FILTER_TERMS = 10_000  # comparisons in one filter (an IN list counts each value)
+"""Bounds on one partition filter, so that one client's filter cannot hold a server thread for
+long (parsing and compiling cost grows with them)."""
+
+
 @functools.cache
 def _parser() -> Lark:
     return Lark(_GRAMMAR, parser="lalr", lexer="contextual", maybe_placeholders=False)
@@ -321,9 +327,17 @@ def parse_filter(text: str | None) -> Expr | None:
     """
     if text is None or not text.strip():
         return None
+    if len(text) > MAX_FILTER_CHARS:
+        raise FilterError(f"filter of {len(text)} characters; at most {MAX_FILTER_CHARS} are accepted")
     try:
         tree = _parser().parse(text)
-        return _Builder().transform(tree)
+        expr: Expr = _Builder().transform(tree)
+        terms = sum(1 for e in _walk(expr) if isinstance(e, (Comparison, Like)))
+        if terms > MAX_FILTER_TERMS:
+            raise FilterError(
+                f"filter of {terms} comparisons; at most {MAX_FILTER_TERMS} are accepted (split the request)"
+            )
+        return expr
     except VisitError as e:
         if isinstance(e.orig_exc, RecursionError):
             raise FilterError("filter is nested too deeply") from None
@@ -543,10 +557,8 @@ def _compile(
 ) -> sa.ColumnElement[bool]:
     if expr is None:
         return sa.true()
-    if isinstance(expr, And):
-        return sa.and_(*(_compile(i, col_of, key_types, pg) for i in expr.items))
-    if isinstance(expr, Or):
-        return sa.or_(*(_compile(i, col_of, key_types, pg) for i in expr.items))
+    if isinstance(expr, (And, Or)):
+        return _compile_chain(expr, col_of, key_types, pg)
     if isinstance(expr, Not):
         return sa.not_(_compile(expr.item, col_of, key_types, pg))
     col = col_of(expr.key)
@@ -562,6 +574,70 @@ def _compile(
         return guard if bound else sa.false()
     test = _OPS[bound[0]](sa.cast(col, sa.BigInteger), sa.literal(bound[1], sa.BigInteger))
     return sa.case((guard, test), else_=sa.false())
+
+
+_CHAIN = 100  # SQLite parses a chain of N ANDs/ORs N levels deep and stops at 1000 levels
+
+
+def _string_test(e: Expr, op: str, key_types: Mapping[str, str]) -> Comparison | None:
+    if isinstance(e, Comparison) and e.op == op and not _is_numeric(e, key_types):
+        return e
+    return None
+
+
+def _compile_chain(
+    expr: And | Or,
+    col_of: Callable[[str], sa.ColumnElement[Any]],
+    key_types: Mapping[str, str],
+    pg: bool,
+) -> sa.ColumnElement[bool]:
+    """An And/Or compiled flat: string equalities on one key ORed become ``key IN (...)``,
+    string inequalities ANDed ``key NOT IN (...)``, ORed rows of string equalities on the same
+    keys (``STRUCT(...) IN (...)``) a row-value IN; the rest is chained in groups of
+    :data:`_CHAIN` on SQLite so its parser never nests too deep."""
+    is_or = isinstance(expr, Or)
+    by_key: dict[str, list[str]] = {}
+    rows: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    parts: list[sa.ColumnElement[bool]] = []
+    for item in expr.items:
+        cmp = _string_test(item, "=" if is_or else "!=", key_types)
+        if cmp is not None:
+            by_key.setdefault(cmp.key, []).append(cmp.value)
+            continue
+        if is_or and isinstance(item, And) and len(item.items) > 1:
+            tests = [_string_test(i, "=", key_types) for i in item.items]
+            keys = tuple(t.key for t in tests if t is not None)
+            if None not in tests and len(set(keys)) == len(keys):
+                rows.setdefault(keys, []).append(tuple(t.value for t in tests if t is not None))
+                continue
+        parts.append(_compile(item, col_of, key_types, pg))
+    for key, values in by_key.items():
+        col = col_of(key)
+        if len(values) == 1:
+            parts.append(_OPS["=" if is_or else "!="](col, sa.literal(values[0], sa.String)))
+        else:
+            parts.append(col.in_(values) if is_or else col.not_in(values))
+    for keys, vals in rows.items():
+        if len(vals) == 1:
+            parts.append(
+                sa.and_(*(col_of(k) == sa.literal(v, sa.String) for k, v in zip(keys, vals[0], strict=True)))
+            )
+        else:
+            parts.append(sa.tuple_(*(col_of(k) for k in keys)).in_(vals))
+    return _chain(sa.or_ if is_or else sa.and_, parts, pg)
+
+
+def _chain(
+    join: Callable[..., sa.ColumnElement[bool]], parts: list[sa.ColumnElement[bool]], pg: bool
+) -> sa.ColumnElement[bool]:
+    if pg or len(parts) <= _CHAIN:
+        return join(*parts)
+    # a function call keeps the groups apart (SQLAlchemy drops redundant parentheses); the values
+    # are never NULL, so COALESCE changes nothing but the parse depth
+    groups = [
+        sa.func.coalesce(join(*parts[i : i + _CHAIN]), sa.false()) for i in range(0, len(parts), _CHAIN)
+    ]
+    return _chain(join, groups, pg)
 
 
 def _binary(x: sa.ColumnElement[Any], pg: bool) -> sa.ColumnElement[Any]:

@@ -139,7 +139,7 @@ class PartitionMixin(CatalogBase):
         if part.sd is None:
             sd.location = None  # the table's storage descriptor, at the partition's default location
         if sd.location:
-            sd.location = storage.normalize_location(sd.location)
+            sd.location = self.checked_location(sd.location)
         elif info.location:
             sd.location = storage.join_location(info.location, name)
         p.sd = sd

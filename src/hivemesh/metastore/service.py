@@ -7,13 +7,18 @@ import signal
 import threading
 import time
 from types import FrameType
+from typing import Any
+
+import sqlalchemy as sa
 
 from hivemesh.config import MetastoreConfig
 from hivemesh.errors import HivemeshError
+from hivemesh.hive.constants import now_ms
 from hivemesh.metastore.handler import LocalMetastore
 from hivemesh.metastore.housekeeper import Housekeeper
 from hivemesh.metastore.metrics import ServiceMetrics
 from hivemesh.metastore.store import Store
+from hivemesh.thrift.http import MetricsHttpServer
 from hivemesh.thrift.processor import HMSProcessor
 from hivemesh.thrift.server import ThriftServer, tune_gc
 
@@ -41,6 +46,8 @@ class MetastoreService:
         self.housekeeper: Housekeeper | None = None
         self.metrics = ServiceMetrics()
         self.metrics_port: int | None = None
+        self.http: MetricsHttpServer | None = None
+        self.started_ms: int | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -56,7 +63,12 @@ class MetastoreService:
             self.store = Store(self.cfg.db)
         except Exception as e:
             raise StartupError(f"cannot open the metadata store {self.cfg.db}: {_first_line(e)}") from e
-        self.handler = LocalMetastore(self.store, self.cfg.warehouse, txn_timeout_s=self.cfg.txn_timeout_s)
+        self.handler = LocalMetastore(
+            self.store,
+            self.cfg.warehouse,
+            txn_timeout_s=self.cfg.txn_timeout_s,
+            allowed_locations=self.cfg.allowed_locations,
+        )
         self.housekeeper = Housekeeper(
             self.handler,
             self.cfg.housekeeping_interval_s,
@@ -77,12 +89,14 @@ class MetastoreService:
         self.metrics.connections.set_function(lambda: server.active_connections)
         if self.cfg.metrics_port is not None:
             try:
-                self.metrics_port = self.metrics.serve(self.cfg.metrics_port, self.cfg.host)
+                self.http = MetricsHttpServer(self.metrics.registry, self.health, name="metastore-http")
+                self.metrics_port = self.http.serve(self.cfg.metrics_port, self.cfg.host)
             except OSError as e:
                 self.server.stop()
                 raise StartupError(
                     f"cannot serve metrics on {self.cfg.host}:{self.cfg.metrics_port}: {e.strerror or e}"
                 ) from e
+        self.started_ms = now_ms()
         self._thread = threading.Thread(target=self.server.serve_forever, name="hms-accept", daemon=True)
         self._thread.start()
         log.info(
@@ -92,8 +106,29 @@ class MetastoreService:
         )  # fmt: skip
         return self
 
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """``/health``: ``(ok, details)``: serving, and the metadata store answering a query
+        (``SELECT 1``, its time in ms); not ok (HTTP 503) when the store does not answer."""
+        details: dict[str, Any] = {"service": "metastore", "uri": self.uri if self.server else None}
+        if self.started_ms is not None:
+            details["uptime_s"] = round((now_ms() - self.started_ms) / 1000, 1)
+        if self.server is not None:
+            details["connections"] = self.server.active_connections
+        if self.store is None:
+            return False, {**details, "status": "starting"}
+        t0 = time.perf_counter()
+        try:
+            with self.store.read() as conn:
+                conn.execute(sa.text("SELECT 1"))
+        except Exception as e:
+            return False, {**details, "status": "store unavailable", "store": _first_line(e)}
+        details["store_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+        return True, {**details, "status": "ok", "store": "ok"}
+
     def stop(self) -> None:
         """Stop serving and release the store's connections."""
+        if self.http is not None:
+            self.http.stop()
         if self.housekeeper is not None:
             self.housekeeper.stop()
         if self.server is not None:
@@ -134,13 +169,22 @@ def run_forever(cfg: MetastoreConfig) -> int:
         log.info("received %s, stopping", signal.Signals(signum).name)
         stop.set()
 
+    def _on_hup(_signum: int, _frame: FrameType | None) -> None:
+        # logrotate and `systemctl reload` send SIGHUP; its default action would end the process
+        log.warning(
+            "received SIGHUP: the metastore reads its settings at start only; nothing reloaded, still serving"
+        )
+
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGHUP, _on_hup)
     assert svc.server is not None
     print(f"hivemesh metastore listening on {svc.server.host}:{svc.server.port}", flush=True)
     if svc.metrics_port is not None:
         print(
-            f"hivemesh metastore metrics on http://{svc.server.host}:{svc.metrics_port}/metrics", flush=True
+            f"hivemesh metastore metrics on http://{svc.server.host}:{svc.metrics_port}/metrics "
+            f"(health: /health)",
+            flush=True,
         )
     stop.wait()
     svc.stop()

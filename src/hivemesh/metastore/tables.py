@@ -238,7 +238,7 @@ class TableMixin(CatalogBase):
             if table.sd is not None and ttype != "VIRTUAL_VIEW":
                 sd = table.sd.__class__(**table.sd.__dict__)
                 if sd.location:
-                    sd.location = storage.normalize_location(sd.location)
+                    sd.location = self.checked_location(sd.location)
                 else:
                     sd.location = storage.join_location(db_row.DB_LOCATION_URI, table.tableName)
                 table.sd = sd

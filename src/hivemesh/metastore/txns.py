@@ -21,7 +21,7 @@ Times are epoch milliseconds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -78,7 +78,10 @@ from hivemesh.metastore.txn_schema import (
 
 log = logging.getLogger(__name__)
 
-MAX_OPEN_BATCH = 100_000  # hive.txn.max.open.batch (Hive's default is 1000; a batch larger is capped)
+MAX_OPEN_BATCH = 1000  # hive.txn.max.open.batch (Hive's default): open_txns of more opens this many
+MAX_OPEN_TXNS = 100_000  # hive.max.open.txns (Hive's default): open_txns refused beyond this many open
+MAX_HEARTBEAT_RANGE = 100_000  # heartbeat_txn_range covers at most this many ids
+ABORT_BATCH = 1000  # TxnStore.TIMED_OUT_TXN_ABORT_BATCH_SIZE: timed-out txns aborted per transaction
 LONG_MAX = 9223372036854775807
 OPEN, ABORTED, COMMITTED = "o", "a", "c"
 OPERATION_CODES = {1: "s", 2: "i", 3: "u", 4: "d", 5: "p", 6: "p"}  # DataOperationType -> TC_OPERATION_TYPE
@@ -182,6 +185,15 @@ class TxnMixin(CatalogBase):
             txn_type = TxnType.REPL_CREATED
         with self.write() as tx:
             c = tx.conn
+            if not (policy and src_ids):
+                # Hive's guard against runaway clients (hive.max.open.txns); replicated txns
+                # mirror a source that already passed it
+                count = c.execute(sa.select(sa.func.count()).where(TXNS.c.TXN_STATE == OPEN)).scalar_one()
+                if count >= MAX_OPEN_TXNS:
+                    raise MetaException(
+                        f"Maximum allowed number of open transactions ({MAX_OPEN_TXNS}) has been reached. "
+                        f"Current number of open transactions: {count}"
+                    )
             known: dict[int, int] = {}
             if policy and src_ids:
                 for src in src_ids:
@@ -454,7 +466,7 @@ class TxnMixin(CatalogBase):
         lists the aborted ids and those that are not open otherwise (``nosuch``)."""
         ts = now_ms()
         lo, hi = txns.min, txns.max
-        if hi < lo or hi - lo > MAX_OPEN_BATCH:
+        if hi < lo or hi - lo > MAX_HEARTBEAT_RANGE:
             raise MetaException(f"Invalid txn range {lo}..{hi}")
         with self.write() as tx:
             c = tx.conn
@@ -858,27 +870,44 @@ class TxnMixin(CatalogBase):
             )
 
     # ------------------------------------------------------------------ housekeeping
-    def abort_timed_out_txns(self, now: int | None = None) -> list[int]:
+    def abort_timed_out_txns(
+        self, now: int | None = None, should_stop: Callable[[], bool] | None = None
+    ) -> list[int]:
         """Abort open txns whose last heartbeat is older than hive.txn.timeout; returns their ids.
-        Replicated txns are left alone (the source decides their fate)."""
+        Replicated txns are left alone (the source decides their fate). At most
+        :data:`ABORT_BATCH` txns per database transaction, so other writers go between batches
+        (as Hive's reaper does); ``should_stop`` is asked between batches (a stopping server)."""
         now = now if now is not None else now_ms()
-        aborted = []
-        with self.write() as tx:
-            ids = list(
-                tx.conn.execute(
-                    sa.select(TXNS.c.TXN_ID)
-                    .where(
-                        TXNS.c.TXN_STATE == OPEN,
-                        TXNS.c.TXN_LAST_HEARTBEAT < now - self.txn_timeout_ms,
-                        TXNS.c.TXN_TYPE != TxnType.REPL_CREATED,
-                    )
-                    .order_by(TXNS.c.TXN_ID)
-                    .with_for_update()
-                ).scalars()
-            )
-            for t in ids:
-                self._abort(tx, t, False)
-                aborted.append(t)
+        aborted: list[int] = []
+        after = 0
+        while should_stop is None or not should_stop():
+            with self.write() as tx:
+                ids = list(
+                    tx.conn.execute(
+                        sa.select(TXNS.c.TXN_ID)
+                        .where(
+                            TXNS.c.TXN_STATE == OPEN,
+                            TXNS.c.TXN_ID > after,
+                            TXNS.c.TXN_LAST_HEARTBEAT < now - self.txn_timeout_ms,
+                            TXNS.c.TXN_TYPE != TxnType.REPL_CREATED,
+                        )
+                        .order_by(TXNS.c.TXN_ID)
+                        .limit(ABORT_BATCH)
+                        .with_for_update()
+                    ).scalars()
+                )
+                for t in ids:
+                    self._abort(tx, t, False)
+            aborted.extend(ids)
+            if len(ids) < ABORT_BATCH:
+                break
+            after = ids[-1]
+        if len(aborted) > 20:
+            log.info(
+                "aborted %d txn(s) past hive.txn.timeout (%d ms): %s ... %s",
+                len(aborted), self.txn_timeout_ms, aborted[:10], aborted[-10:],
+            )  # fmt: skip
+            return aborted
         if aborted:
             log.info(
                 "aborted %d txn(s) past hive.txn.timeout (%d ms): %s",

@@ -36,11 +36,20 @@ from __future__ import annotations
 import os
 import re
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from hivemesh.config import DEFAULT_DATA_DIR, ConfigError, check_regexes, format_errors, lower_enum, read_yaml
+from hivemesh.config import (
+    DEFAULT_DATA_DIR,
+    ConfigError,
+    anchor_paths,
+    check_regexes,
+    format_errors,
+    lower_enum,
+    read_yaml,
+)
 from hivemesh.storage.sql import normalize_url
 
 __all__ = [
@@ -309,4 +318,7 @@ def parse_replication_config(data: dict[str, Any], source: str = "configuration"
 def load_replication_config(path: str | os.PathLike[str]) -> ReplicationFile:
     """Read and validate a mesh.yaml for replication. Raises ConfigError (unreadable file, invalid
     YAML, or every problem found, each with its key)."""
-    return parse_replication_config(read_yaml(path), str(path))
+    raw = read_yaml(path)
+    if isinstance(raw.get("replication"), dict):  # the store's path is relative to the file
+        raw["replication"] = anchor_paths(raw["replication"], ("store",), Path(path).parent)
+    return parse_replication_config(raw, str(path))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import posixpath
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -37,16 +38,31 @@ def local_path(location: str) -> str:
     return rest or "/"
 
 
+def _clean_path(path: str) -> str:
+    """``/a/./b/../c/`` -> ``/a/c``: ``.`` and ``..`` segments resolved, repeated and trailing
+    slashes dropped (never above the root)."""
+    cleaned = posixpath.normpath("/" + path.lstrip("/"))
+    return "/" if cleaned in ("/", "//") else cleaned.lstrip("/").join(("/", ""))
+
+
 def normalize_location(location: str) -> str:
-    """A plain path -> ``file:/abs/path``; ``file:///x`` -> ``file:/x``; other URIs unchanged.
+    """A plain path -> ``file:/abs/path``; ``file:///x`` -> ``file:/x``; ``.`` and ``..`` segments
+    resolved (``file:///tmp/x/../../b`` -> ``file:/b``, ``s3a://b/w/x/..`` -> ``s3a://b/w``);
+    other URIs otherwise unchanged.
 
     Nothing is percent-decoded: escaped partition values (``k=a%2Fb``) name directories literally.
     """
     if "://" not in location and not location.startswith("file:"):
         return "file:" + str(Path(location).resolve())
     if location.startswith("file:"):
-        path = local_path(location)
-        return "file:" + (path.rstrip("/") or "/")
+        return "file:" + _clean_path(local_path(location))
+    scheme, rest = location.split("://", 1)
+    authority, slash, path = rest.partition("/")
+    if not slash:
+        return location
+    if "/." in "/" + path:
+        cleaned = _clean_path(path)
+        return f"{scheme}://{authority}{'' if cleaned == '/' else cleaned}"
     return location.rstrip("/") if len(location) > 1 else location
 
 

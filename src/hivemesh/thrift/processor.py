@@ -22,6 +22,7 @@ from thrift.transport import TTransport
 
 from hivemesh.hive.hms_methods import (
     args_struct,
+    argument_problem,
     declared_exceptions,
     implemented_methods,
     positional_args,
@@ -60,6 +61,19 @@ class _GuardedHandler:
 
         def call(*args: Any) -> Any:
             """The handler method, with unexpected errors turned into MetaException."""
+            problem = argument_problem(name, args)
+            if problem is not None:  # refused at the boundary, with what a Java server answers
+                unreadable, text = problem
+                log.info("%s refused: %s", name, text)
+                if not unreadable and can_meta:
+                    _outcome.error = "MetaException"
+                    raise MetaException(f"Invalid request to {name}: {text}")
+                _outcome.error = "TApplicationException"
+                if unreadable:
+                    raise TApplicationException(TApplicationException.PROTOCOL_ERROR, text)
+                raise TApplicationException(
+                    TApplicationException.INTERNAL_ERROR, f"Internal error processing {name}: {text}"
+                )
             try:
                 return fn(*args)
             except declared as e:
@@ -68,11 +82,14 @@ class _GuardedHandler:
             except TApplicationException:
                 raise
             except TException as e:
-                # An HMS exception the method does not declare (open_txns, get_next_notification ...)
-                # cannot travel as a result: send its message the way Java servers send theirs.
+                # An HMS exception the method does not declare cannot travel as a result: as a
+                # MetaException where the method declares one, else (open_txns,
+                # get_next_notification ...) its message the way Java servers send theirs.
                 _outcome.error = type(e).__name__
                 msg = getattr(e, "message", None) or str(e)
                 log.info("%s: %s: %s", name, type(e).__name__, msg)
+                if can_meta:
+                    raise MetaException(f"{type(e).__name__}: {msg}") from e
                 raise TApplicationException(
                     TApplicationException.INTERNAL_ERROR, f"Internal error processing {name}: {msg}"
                 ) from e

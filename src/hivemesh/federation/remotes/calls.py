@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from hive_metastore.ttypes import AlreadyExistsException, MetaException, NoSuchObjectException
+from hive_metastore.ttypes import (
+    AlreadyExistsException,
+    InvalidObjectException,
+    MetaException,
+    NoSuchObjectException,
+)
 
 from hivemesh.federation.members import Member
 from hivemesh.federation.remotes.registry import LinkRegistry
@@ -65,7 +70,10 @@ class LinkCalls:
             pass
         else:
             raise AlreadyExistsException(f"Database {database.name} already exists")
-        self.links.create(spec, owner_name=connection().user)
+        try:
+            self.links.create(spec, owner_name=connection().user)
+        except NoSuchObjectException as e:  # create_database declares no NoSuchObjectException
+            raise InvalidObjectException(e.message) from e
         return True
 
     def _link_create_table(self, table: Any) -> bool:

@@ -54,6 +54,39 @@ def link_member(spec: RemoteSpec, connector: Connector, indexes: MemberIndexes) 
     return Member(name, "remote", connector, names, access, index=indexes.of(name), remote_spec=spec)
 
 
+def check_member(spec: RemoteSpec, member: Member) -> None:
+    """Ask the remote's metastore for the linked database or table through ``member``. Raises
+    MetaException (unreachable, naming the connector), NoSuchObjectException (no such remote
+    object)."""
+    session = Session()
+    try:
+        if spec.remote_table is None:
+            member.call(session, "get_database", [spec.remote_db])
+        else:
+            member.call(session, "get_table", [spec.remote_db, spec.remote_table])
+    except MemberUnavailableError as e:
+        member.mark_up()  # one failed check is not a verdict on a shared connector
+        raise MetaException(f"hivemesh proxy: cannot create {spec.kind} link {spec.local_name}: {e}") from e
+    except NoSuchObjectException as e:
+        raise NoSuchObjectException(
+            f"hivemesh proxy: remote {spec.kind} {spec.remote_name} not found at "
+            f"{member.connector.describe()}: {e.message}"
+        ) from e
+    finally:
+        session.close()
+
+
+def check_remote(spec: RemoteSpec) -> None:
+    """:func:`check_member` over a connector of its own, closed afterwards (for a link created
+    outside a proxy: ``hivemesh remote add``). Raises RemoteError for invalid connector
+    properties, MetaException, NoSuchObjectException."""
+    connector = link_connector(spec)
+    try:
+        check_member(spec, link_member(spec, connector, MemberIndexes()))
+    finally:
+        connector.close()
+
+
 class LinkRegistry:
     """Database and table links by local name, as members numbered by ``indexes``. Thread-safe."""
 
@@ -120,24 +153,7 @@ class LinkRegistry:
         if owner_name and spec.owner is None:
             spec = RemoteSpec(**{**spec.__dict__, "owner": owner_name})
         member = self._member_for(spec)
-        session = Session()
-        try:
-            if spec.remote_table is None:
-                member.call(session, "get_database", [spec.remote_db])
-            else:
-                member.call(session, "get_table", [spec.remote_db, spec.remote_table])
-        except MemberUnavailableError as e:
-            member.mark_up()  # one failed check is not a verdict on a shared connector
-            raise MetaException(
-                f"hivemesh proxy: cannot create {spec.kind} link {spec.local_name}: {e}"
-            ) from e
-        except NoSuchObjectException as e:
-            raise NoSuchObjectException(
-                f"hivemesh proxy: remote {spec.kind} {spec.remote_name} not found at "
-                f"{member.connector.describe()}: {e.message}"
-            ) from e
-        finally:
-            session.close()
+        check_member(spec, member)
         try:
             stored = self.store.add(spec)
         except RemoteExistsError as e:
