@@ -616,3 +616,34 @@ def test_filters_of_thousands_of_terms_over_thrift(hms, unique_name: str) -> Non
     with pytest.raises(MetaException, match=f"at most {MAX_FILTER_TERMS} are accepted"):
         hms.get_partitions_by_filter("default", unique_name, too_many, -1)
     assert check("region = 'r1'") == 6  # the server is fine
+
+
+def test_large_filters_do_not_fill_the_statement_cache(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Each distinct large filter compiles to a statement of its own; those run outside
+    SQLAlchemy's compiled-statement cache (which would keep hundreds of them, megabytes each, for
+    the life of the server), while small filters keep using it."""
+    from hive_metastore.ttypes import FieldSchema, Partition, SerDeInfo, StorageDescriptor, Table
+
+    from hivemesh.metastore.handler import LocalMetastore
+    from hivemesh.metastore.partitions import UNCACHED_FILTER_TERMS
+    from hivemesh.metastore.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'ms.db'}")
+    m = LocalMetastore(store, str(tmp_path / "wh"))
+    sd = StorageDescriptor(cols=[FieldSchema("x", "string", None)], serdeInfo=SerDeInfo(parameters={}),
+                           bucketCols=[], sortCols=[], parameters={})  # fmt: skip
+    m.create_table(Table(tableName="t", dbName="default", sd=sd, parameters={},
+                         partitionKeys=[FieldSchema("k", "string", None)]))  # fmt: skip
+    m.add_partitions([Partition(values=[str(i)], dbName="default", tableName="t", sd=sd, parameters={})
+                      for i in range(50)])  # fmt: skip
+    cache = store.read_engine._compiled_cache
+    m.get_partitions_by_filter("default", "t", "k = '1' or k like '2.*'", -1)
+    before = len(cache)
+    for n in range(30):  # distinct large filters: LIKE chains of different lengths
+        terms = UNCACHED_FILTER_TERMS + 1 + n
+        text = " or ".join(f"k like '{i}.*'" for i in range(terms))
+        got = {p.values[0] for p in m.get_partitions_by_filter("default", "t", text, -1)}
+        assert got == {str(i) for i in range(50) if any(str(i).startswith(str(j)) for j in range(terms))}
+    assert len(cache) - before <= 3  # the per-table lookups, not one entry per filter
+    m.get_partitions_by_filter("default", "t", "k = '1' or k like '3.*'", -1)
+    store.dispose()

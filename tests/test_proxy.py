@@ -30,6 +30,7 @@ from hive_metastore.ttypes import (
     NoSuchObjectException,
     OpenTxnRequest,
     Partition,
+    PartitionsByExprRequest,
     SerDeInfo,
     ShowLocksRequest,
     StorageDescriptor,
@@ -160,12 +161,43 @@ def prefixed(zones: dict[str, HivemeshProcess], tmp_path: Path) -> Iterator[Prox
 
 
 # ---------------------------------------------------------------------------------------------- config
+def test_cross_member_config_errors_are_all_reported_with_their_keys(tmp_path: Path) -> None:
+    """Every problem across members at once, one line each, each with its key; never the whole
+    configuration as the offending value."""
+    from hivemesh.config import ConfigError
+    from hivemesh.federation.config import load_federation_config
+
+    cfg = tmp_path / "mesh.yaml"
+    cfg.write_text(
+        "primary: {name: main, uris: ['thrift://h:9083'], database_prefix: p_}\n"
+        "federated:\n"
+        "  - {name: main, uris: ['thrift://a:1'], access_control: read_and_write_and_create}\n"
+        "  - {name: b, uris: ['thrift://b:1'], database_prefix: x_, read_only_uris: ['thrift://r:1']}\n"
+        "  - {name: c, uris: ['thrift://c:1'], database_prefix: X_}\n"
+    )
+    with pytest.raises(ConfigError) as e:
+        load_federation_config(cfg)
+    lines = str(e.value).splitlines()
+    assert lines[0] == f"invalid configuration in {cfg}:"
+    assert [line.split(":")[0].strip() for line in lines[1:]] == [
+        "primary, federated[0].name",
+        "federated[0].access_control",
+        "federated[1].read_only_uris",
+        "federated[2].database_prefix",
+        "primary.database_prefix",
+    ]
+    assert "thrift://c:1" not in str(e.value)  # the configuration itself is not printed
+
+
 def test_config_errors_are_precise() -> None:
     base = {"primary": {"name": "main", "uris": ["thrift://h:9083"]}}
-    with pytest.raises(ValueError, match="member names must be unique: main"):
+    with pytest.raises(
+        ValueError, match=r"primary, federated\[0\].name: member names must be unique \('main' used twice\)"
+    ):
         FederationConfig.model_validate({**base, "federated": [{"name": "main", "uris": ["thrift://x:1"]}]})
     with pytest.raises(
-        ValueError, match="access_control must be read_only or read_and_write_on_database_whitelist"
+        ValueError,
+        match=r"federated\[0\].access_control: must be read_only or read_and_write_on_database_whitelist",
     ):
         FederationConfig.model_validate(
             {
@@ -175,7 +207,9 @@ def test_config_errors_are_precise() -> None:
                 ],
             }
         )
-    with pytest.raises(ValueError, match="MANUAL resolution needs mapped_databases"):
+    with pytest.raises(
+        ValueError, match=r"federated\[0\].mapped_databases: required with MANUAL database_resolution"
+    ):
         FederationConfig.model_validate(
             {
                 **base,
@@ -185,7 +219,7 @@ def test_config_errors_are_precise() -> None:
         )
     with pytest.raises(ValueError, match="is not thrift://host:port"):
         FederationConfig.model_validate({"primary": {"name": "main", "uris": ["http://h:9083"]}})
-    with pytest.raises(ValueError, match="share the database_prefix 'x_'"):
+    with pytest.raises(ValueError, match=r"federated\[1\].database_prefix: 'x_' is also federated\[0\]'s"):
         FederationConfig.model_validate(
             {
                 **base,
@@ -346,7 +380,9 @@ def test_dead_member_is_left_out_and_recovers(zones: dict[str, HivemeshProcess],
         t0 = time.monotonic()
         dbs = c.get_all_databases()
         assert "tmp_sales" not in dbs and "eu_sales" in dbs
-        with pytest.raises(MetaException, match="federated metastore 'tmp' .* unavailable"):
+        # the text the README documents
+        documented = r"hivemesh proxy: federated metastore 'tmp' \(thrift://[^)]+\) is unavailable \(.+; down for \d+ s\)"
+        with pytest.raises(MetaException, match=documented):
             c.get_table("tmp_sales", "orders")
         assert time.monotonic() - t0 < 3  # fail fast, no connect timeouts piling up
         assert c.get_table("eu_sales", "orders").tableName == "orders"  # others unaffected
@@ -547,6 +583,9 @@ def test_metrics_health_and_audit_log(zones: dict[str, HivemeshProcess], tmp_pat
             c.get_table("eu_sales", "missing")
         with pytest.raises(MetaException):  # refused by the proxy (a read-only federated member)
             c.drop_table("eu_sales", "orders", False)
+        with pytest.raises(TApplicationException) as unknown:  # the member lacks it: relayed, quietly
+            c.get_partitions_by_expr(PartitionsByExprRequest(dbName="eu_sales", tblName="orders", expr=b""))
+        assert unknown.value.type == TApplicationException.UNKNOWN_METHOD
         text = p.metrics()
         assert 'hivemesh_proxy_member_calls_total{member="eu",method="get_table"} 2.0' in text
         assert 'hivemesh_proxy_errors_total{error="NoSuchObjectException",method="get_table"} 1.0' in text
@@ -562,6 +601,7 @@ def test_metrics_health_and_audit_log(zones: dict[str, HivemeshProcess], tmp_pat
         )
         assert "method=drop_table member=eu" in log and "result=MetaException" in log  # refused, named
         assert ": primary metastore '" in log and "primary primary" not in log  # the start line
+        assert "Traceback" not in log and "TApplication exception in handler" not in log
 
 
 def test_reload_under_load_loses_no_call(zones: dict[str, HivemeshProcess], tmp_path: Path) -> None:

@@ -109,11 +109,24 @@ class MeshConfig(BaseModel):
     federated: list[Any] | None = None
 
 
+MULTI = "problems:\n"
+"""Starts the message of a model validator that reports several problems, one per line, each
+beginning with its key (``federated[1].database_prefix: ...``): :func:`format_errors` prints them
+as they are, without the whole section as the offending input."""
+
+
 def _format_errors(source: str, err: ValidationError) -> str:
     lines = [f"invalid configuration in {source}:"]
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        lines.append(f"  {loc}: {e['msg']} (got {e.get('input')!r})")
+        loc = ".".join(str(p) for p in e["loc"])
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        if msg.startswith(MULTI):
+            prefix = f"{loc}." if loc else ""
+            lines.extend(f"  {prefix}{line}" for line in msg[len(MULTI) :].splitlines())
+        elif isinstance(e.get("input"), dict | list):  # a whole section: its key says enough
+            lines.append(f"  {loc or '(top level)'}: {msg}")
+        else:
+            lines.append(f"  {loc or '(top level)'}: {msg} (got {e.get('input')!r})")
     return "\n".join(lines)
 
 

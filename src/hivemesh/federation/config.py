@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hivemesh.config import (
     DEFAULT_DATA_DIR,
+    MULTI,
     ConfigError,
     LogLevel,
     anchor_paths,
@@ -249,37 +250,42 @@ class FederationConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> FederationConfig:
+        """Checks across members; every problem is reported (one per line, each with its key)."""
+        problems: list[str] = []
         names = [self.primary.name] + [m.name for m in self.federated]
-        dups = sorted({n for n in names if names.count(n) > 1})
-        if dups:
-            raise ValueError(f"member names must be unique: {', '.join(dups)} used twice")
+        for dup in sorted({n for n in names if names.count(n) > 1}):
+            where = ["primary" if i == 0 else f"federated[{i - 1}]" for i, n in enumerate(names) if n == dup]
+            problems.append(f"{', '.join(where)}.name: member names must be unique ({dup!r} used twice)")
         prefixed = self.proxy.database_resolution is DatabaseResolution.PREFIXED
-        seen: dict[str, str] = {}
-        for m in self.federated:
+        seen: dict[str, int] = {}
+        for i, m in enumerate(self.federated):
+            key = f"federated[{i}]"
             if m.access_control not in FEDERATED_ACCESS:
-                raise ValueError(
-                    f"federated member {m.name!r}: access_control must be read_only or "
-                    f"read_and_write_on_database_whitelist (got {m.access_control.value})"
+                problems.append(
+                    f"{key}.access_control: must be read_only or read_and_write_on_database_whitelist for a "
+                    f"federated member (got {m.access_control.value})"
                 )
             if m.read_only_uris:
-                raise ValueError(f"federated member {m.name!r}: read_only_uris is for the primary only")
+                problems.append(f"{key}.read_only_uris: for the primary only")
             if prefixed:
                 if m.database_prefix is None:
                     m.database_prefix = f"{m.name}_"
                 m.database_prefix = m.database_prefix.lower()
                 if not m.database_prefix:
-                    raise ValueError(f"federated member {m.name!r}: database_prefix must not be empty")
-                if m.database_prefix in seen:
-                    raise ValueError(
-                        f"federated members {seen[m.database_prefix]!r} and {m.name!r} share the "
-                        f"database_prefix {m.database_prefix!r}"
+                    problems.append(f"{key}.database_prefix: must not be empty")
+                elif m.database_prefix in seen:
+                    problems.append(
+                        f"{key}.database_prefix: {m.database_prefix!r} is also federated[{seen[m.database_prefix]}]'s"
                     )
-                seen[m.database_prefix] = m.name
+                else:
+                    seen[m.database_prefix] = i
             elif m.mapped_databases is None:
-                raise ValueError(f"federated member {m.name!r}: MANUAL resolution needs mapped_databases")
+                problems.append(f"{key}.mapped_databases: required with MANUAL database_resolution")
         if self.primary.database_prefix:
             # Waggle Dance allows a primary prefix; we keep the primary's names as they are
-            raise ValueError("primary: database_prefix is not supported; the primary's names are kept")
+            problems.append("primary.database_prefix: not supported; the primary's names are kept")
+        if problems:
+            raise ValueError(MULTI + "\n".join(problems))
         return self
 
 

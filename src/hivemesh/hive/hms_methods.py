@@ -11,6 +11,7 @@ exceptions a method declares), the metastore's request-form methods, and the fed
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,11 +38,13 @@ def implemented_methods(handler: object) -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.cache
 def args_struct(method: str) -> Any:
     """The generated ``<method>_args`` struct class (its fields are the call's arguments)."""
     return getattr(ThriftHiveMetastore, f"{method}_args")
 
 
+@functools.cache
 def result_struct(method: str) -> Any:
     """The generated ``<method>_result`` struct class: ``success`` (when the call returns a
     value), then one field per declared exception. AttributeError for an unknown method."""
@@ -53,11 +56,13 @@ def positional_args(args: Any) -> list[Any]:
     return [getattr(args, f[2]) for f in args.thrift_spec or () if f]
 
 
+@functools.cache
 def returns_value(method: str) -> bool:
     """True when ``method`` returns a value (its result struct has ``success``)."""
     return any(f and f[2] == "success" for f in result_struct(method).thrift_spec or ())
 
 
+@functools.cache
 def declared_exceptions(method: str) -> dict[str, type[Exception]]:
     """Result field name -> exception class, for the HMS exceptions ``method`` declares (in IDL
     order); empty for an unknown method."""

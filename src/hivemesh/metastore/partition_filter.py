@@ -332,7 +332,7 @@ def parse_filter(text: str | None) -> Expr | None:
     try:
         tree = _parser().parse(text)
         expr: Expr = _Builder().transform(tree)
-        terms = sum(1 for e in _walk(expr) if isinstance(e, (Comparison, Like)))
+        terms = term_count(expr)
         if terms > MAX_FILTER_TERMS:
             raise FilterError(
                 f"filter of {terms} comparisons; at most {MAX_FILTER_TERMS} are accepted (split the request)"
@@ -386,6 +386,11 @@ def _walk(expr: Expr | None) -> Iterator[Expr]:
             yield from _walk(item)
     elif isinstance(expr, Not):
         yield from _walk(expr.item)
+
+
+def term_count(expr: Expr | None) -> int:
+    """How many comparisons (LIKE included) a filter holds; an IN list counts each value."""
+    return sum(1 for e in _walk(expr) if isinstance(e, Comparison | Like))
 
 
 def referenced_keys(expr: Expr | None) -> set[str]:

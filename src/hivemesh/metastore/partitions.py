@@ -40,6 +40,10 @@ from hivemesh.metastore.schema import (
 DDL_TIME = "transient_lastDdlTime"
 
 
+UNCACHED_FILTER_TERMS = 64
+"""Filters with more comparisons than this run without SQLAlchemy's compiled-statement cache."""
+
+
 class _TableInfo:
     """What partition calls need to know about their table."""
 
@@ -458,6 +462,10 @@ class PartitionMixin(CatalogBase):
         q = q.where(cond).order_by(PARTITIONS.c.PART_NAME)
         if max_parts is not None and max_parts >= 0:
             q = q.limit(max_parts)
+        if partition_filter.term_count(expr) > UNCACHED_FILTER_TERMS:
+            # a large filter's statement is run once, outside SQLAlchemy's compiled-statement cache:
+            # hundreds of distinct large filters would otherwise keep megabytes each, for good
+            return list(conn.execution_options(compiled_cache=None).execute(q).scalars())
         return q
 
     def get_partitions_by_filter(

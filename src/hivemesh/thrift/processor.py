@@ -32,6 +32,11 @@ from hivemesh.hive.hms_methods import (
 
 log = logging.getLogger("hivemesh.thrift")
 
+_HMS_ARGS = frozenset(
+    n for n in dir(ThriftHiveMetastore) if n.endswith("_args") for n in [n[: -len("_args")]]
+)
+"""Methods of the HMS IDL itself (not fb303's): answered by :meth:`HMSProcessor._answer`."""
+
 _outcome = threading.local()  # the HMS exception (if any) the current call answered with
 
 CallObserver = Callable[[str, float, str | None], None]
@@ -138,7 +143,14 @@ class HMSProcessor(ThriftHiveMetastore.Processor):
         try:
             if name in self._relay_methods:
                 self._process_relayable(name, seqid, iprot, oprot)
-            else:
+            elif name in _HMS_ARGS:
+                # not the generated process_<name>: it logs a traceback at ERROR for every
+                # TApplicationException, such as a member's "Invalid method name" relayed
+                args = args_struct(name)()
+                args.read(iprot)
+                iprot.readMessageEnd()
+                self._answer(name, seqid, args, oprot)
+            else:  # fb303 (getName, shutdown, ...)
                 self._processMap[name](self, seqid, iprot, oprot)
         except Exception as e:
             error = type(e).__name__
