@@ -425,6 +425,7 @@ class DataMover:
         appended in place). A closed file is then recorded in the ledger."""
 
         def run(item: tuple[FsSpec, FsSpec, StreamingTask]) -> StreamingCopyResult:
+            """One task on a copy thread; OSError names source and target."""
             src_spec, dst_spec, task = item
             try:
                 return copy_streaming_file(_open(src_spec), _open(dst_spec), task)

@@ -33,7 +33,10 @@ class MetricsHttpServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            """Answers GET /metrics, /health and 404 for anything else."""
+
             def do_GET(self) -> None:  # noqa: N802 - http.server API
+                """One GET: Prometheus text, health JSON (200/503) or a 404 naming both paths."""
                 if self.path.startswith("/metrics"):
                     body, ctype, code = generate_latest(outer.registry), CONTENT_TYPE_LATEST, 200
                 elif self.path.startswith("/health"):
@@ -52,7 +55,7 @@ class MetricsHttpServer:
                 self.wfile.write(body)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server API
-                pass
+                """Silent: scrapes every few seconds would flood the service's log."""
 
         self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
