@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ lint: $(STAMP)  ## style, the layer contract (pyproject.toml [tool.importlinter]
 
 bench: $(STAMP)
 	$(BIN)/python bench/metastore.py
+
+docs: $(STAMP)  ## docs/configuration.md from the config models and CLI options (tests/test_config_reference.py checks it)
+	$(BIN)/python -m hivemesh.config_reference --output docs/configuration.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache  # never hivemesh-data/: the default metastore keeps its catalog there

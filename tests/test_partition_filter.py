@@ -618,6 +618,42 @@ def test_filters_of_thousands_of_terms_over_thrift(hms, unique_name: str) -> Non
     assert check("region = 'r1'") == 6  # the server is fine
 
 
+def test_numeric_in_lists_at_the_term_limit_answer_quickly(hms, unique_name: str) -> None:  # type: ignore[no-untyped-def]
+    """Found by tests/test_fuzz_thrift.py (issue 18): ``(n) not in (0, 1, ..., 9999)`` on an int
+    key, within MAX_FILTER_TERMS, compiled to 10,000 guarded CASEs that SQLite took minutes to plan
+    and run for 12 partitions, holding a server thread. Numeric IN / NOT IN lists now compile to one
+    guarded ``CAST(... AS BIGINT) [NOT] IN``; answers as evaluate(), in seconds."""
+    import time
+
+    from hive_metastore.ttypes import FieldSchema, Partition, SerDeInfo, StorageDescriptor, Table
+
+    from hivemesh.metastore.partition_filter import MAX_FILTER_TERMS
+
+    sd = StorageDescriptor(cols=[FieldSchema("x", "string", None)], serdeInfo=SerDeInfo(parameters={}),
+                           bucketCols=[], sortCols=[], parameters={})  # fmt: skip
+    keys = {"n": "int"}
+    hms.create_table(Table(tableName=unique_name, dbName="default", sd=sd, parameters={},
+                           partitionKeys=[FieldSchema("n", "int", None)]))  # fmt: skip
+    values = [str(i * 7) for i in range(60)] + ["-3", "__HIVE_DEFAULT_PARTITION__"]
+    hms.add_partitions([Partition(values=[v], dbName="default", tableName=unique_name, sd=sd, parameters={})
+                        for v in values])  # fmt: skip
+    numbers = [str(i) for i in range(MAX_FILTER_TERMS - 2)] + ["2.5", "-3"]
+    for text in (
+        f"(n) not in ({', '.join(numbers)})",
+        f"n in ({', '.join(numbers)})",
+        " or ".join(f"n = {v}" for v in numbers[::2]),
+        " and ".join(f"n != {v}" for v in numbers[1::2]),
+        "n in (2.5, 3.5) or n = 14",
+        "n not in (2.5, 3.5)",
+    ):
+        t0 = time.monotonic()
+        got = sorted(p.values[0] for p in hms.get_partitions_by_filter("default", unique_name, text, -1))
+        took = time.monotonic() - t0
+        expr = parse_filter(text)
+        assert got == sorted(v for v in values if evaluate(expr, {"n": v}, keys)), text[:80]
+        assert took < 20, f"{took:.1f} s for {text[:60]!r}..."  # a deadline, not a benchmark: it was minutes
+
+
 def test_large_filters_do_not_fill_the_statement_cache(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Each distinct large filter compiles to a statement of its own; those run outside
     SQLAlchemy's compiled-statement cache (which would keep hundreds of them, megabytes each, for

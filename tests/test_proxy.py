@@ -8,7 +8,9 @@ signals and the CLI matter. Clients are plain Thrift clients over TCP.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -41,9 +43,10 @@ from thrift.Thrift import TApplicationException
 
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.config import FederationConfig
+from hivemesh.federation.members import Member
 from hivemesh.federation.service import ProxyService
 from tests.support.proxy import ProxyProcess, write_mesh
-from tests.support.servers import HivemeshProcess, ThriftClient
+from tests.support.servers import HivemeshProcess, ThriftClient, free_port
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -427,6 +430,58 @@ def test_hung_member_never_stalls_merged_calls(zones: dict[str, HivemeshProcess]
         finally:
             os.kill(proc.proc.pid, signal.SIGCONT)
     proc.stop()
+
+
+def test_member_down_is_logged_once_then_rarely_and_once_back(
+    zones: dict[str, HivemeshProcess],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 18: a member that is down is logged once (WARNING, name and reason), not on every
+    health poll; then "still unavailable" at most every ``Member.still_down_log_interval_s``; and
+    once (INFO) when it answers again."""
+    port = free_port()
+    cfg = _mesh(
+        tmp_path,
+        zones["main"].uri,
+        [{"name": "late", "uris": [f"thrift://127.0.0.1:{port}"], "connect_timeout_ms": 500}],
+        status_polling_delay_ms=100,
+    )
+    caplog.set_level(logging.INFO)
+
+    def lines(pattern: str) -> list[logging.LogRecord]:
+        return [
+            r
+            for r in caplog.records
+            if r.name == "hivemesh.federation.members" and re.search(pattern, r.getMessage())
+        ]
+
+    with ProxyService(cfg) as svc:
+        time.sleep(2)  # ~20 health polls
+        down = lines(r"federated metastore 'late' \(thrift://127\.0\.0\.1:\d+\) is unavailable: ")
+        assert len(down) == 1, [r.getMessage() for r in down]
+        assert down[0].levelno == logging.WARNING
+        assert "TTransportException: Could not connect" in down[0].getMessage()
+        assert not lines("still unavailable")  # the default interval is minutes
+        monkeypatch.setattr(Member, "still_down_log_interval_s", 0.5)
+        time.sleep(1.6)
+        still = lines(r"federated metastore 'late' .+ still unavailable for \d+s: TTransportException: ")
+        assert 2 <= len(still) <= 4, [r.getMessage() for r in still]
+        assert all(r.levelno == logging.WARNING for r in still)
+        root = tmp_path / "late"
+        root.mkdir()
+        proc = HivemeshProcess(f"sqlite:///{root / 'm.db'}", root / "wh", root / "m.log", port=port).start()
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not svc.fed.registry.member("late").available:
+                time.sleep(0.05)
+            time.sleep(0.5)  # more polls: nothing more is logged
+            back = lines(r"federated metastore 'late' .+ is available again \(down for \d+s\)")
+            assert len(back) == 1 and back[0].levelno == logging.INFO, [r.getMessage() for r in back]
+            assert len(lines("'late'.+ is unavailable: ")) == 1
+        finally:
+            proc.stop()
 
 
 # ---------------------------------------------------------------------------------------------- txns

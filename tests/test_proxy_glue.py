@@ -3,17 +3,20 @@ PREFIXED) and as a remote database created by a client with ``hivemesh.remote.vi
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hive_metastore.ttypes import Database, MetaException, NoSuchObjectException
 
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.service import ProxyService
-from tests.support.moto_glue import CREDENTIAL_ENV, MotoGlue
+from tests.support.moto_glue import CREDENTIAL_ENV, GluePagingProxy, MotoGlue
 from tests.support.proxy import write_mesh
-from tests.support.servers import HivemeshProcess
+from tests.support.servers import HivemeshProcess, free_port
 
 
 def _glue_table(name: str, location: str, partitioned: bool = False) -> dict:
@@ -108,3 +111,72 @@ def test_glue_as_federated_member_and_as_remote(
         c.drop_database("lake_link", False, False)
         assert "lake_link" not in c.get_all_databases()
         assert glue.client().get_database(Name="lake")["Database"]["Name"] == "lake"  # untouched
+
+
+class _FailingGlue(GluePagingProxy):
+    """Forwards to moto until ``refuse`` is set, then answers every call AccessDeniedException."""
+
+    refuse = False
+
+    def _answer(
+        self, op: str, headers: dict[str, str], body: dict[str, Any]
+    ) -> tuple[int, dict[str, str], bytes]:
+        if self.refuse:
+            error = {"__type": "AccessDeniedException", "message": f"not allowed to {op}"}
+            return 400, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(error).encode()
+        return super()._answer(op, headers, body)
+
+
+def test_glue_failures_name_the_member_once(glue: MotoGlue, primary: HivemeshProcess, tmp_path: Path) -> None:
+    """Issue 18: a Glue member's errors name the member by its configured name (not "glue"), once
+    and unwrapped: when a call fails while the member is up (the Glue error passes through), and
+    when the poller has marked it down (the proxy's "unavailable" message, the Glue reason inside)."""
+    with _FailingGlue(glue.endpoint_url) as gate:
+        cfg = write_mesh(
+            tmp_path / "mesh.yaml",
+            {"port": 0, "store": f"sqlite:///{tmp_path / 'proxy.db'}", "status_polling_delay_ms": 60000},
+            {"name": "main", "uris": [primary.uri]},
+            [
+                {
+                    "name": "aws_eu",
+                    "glue_config": {"glue_endpoint": gate.endpoint_url, "region": "us-east-1"},
+                },
+                {"name": "aws_us", "glue_config": {"glue_endpoint": f"http://127.0.0.1:{free_port()}"}},
+            ],
+        )
+        with ProxyService(cfg) as svc:
+            c = MetastoreClient(svc.uri, retries=0).raw
+            assert c.get_table("aws_eu_lake", "orders").dbName == "aws_eu_lake"
+            gate.refuse = True
+            # still up (no poll since): the Glue error passes through, naming the member once
+            with pytest.raises(MetaException) as up:
+                c.get_table("aws_eu_lake", "orders")
+            text = up.value.message
+            assert re.fullmatch(
+                r"glue catalog 'aws_eu' \(http://127\.0\.0\.1:\d+\): GetTable failed: "
+                r"AccessDeniedException: not allowed to GetTable",
+                text,
+            ), text
+            # marked down by the poller: the proxy's message names the member, the reason follows once
+            assert svc.poller is not None
+            svc.poller.poll_once()
+            with pytest.raises(MetaException) as down:
+                c.get_table("aws_eu_lake", "orders")
+            text = down.value.message
+            assert re.fullmatch(
+                r"hivemesh proxy: federated metastore 'aws_eu' \(glue http://127\.0\.0\.1:\d+\) is unavailable "
+                r"\(GetDatabases failed: AccessDeniedException: not allowed to GetDatabases; down for \d+ s\)",
+                text,
+            ), text
+            # a Glue endpoint nobody listens on, down since the first poll
+            with pytest.raises(MetaException) as gone:
+                c.get_table("aws_us_lake", "orders")
+            text = gone.value.message
+            assert re.fullmatch(
+                r"hivemesh proxy: federated metastore 'aws_us' \(glue http://127\.0\.0\.1:\d+\) is unavailable "
+                r"\(GetDatabases failed: EndpointConnectionError: [^;]+; down for \d+ s\)",
+                text,
+            ), text
+            for text in (up.value.message, down.value.message, gone.value.message):
+                assert len(re.findall(r"aws_(eu|us)", text)) == 1, text
+                assert "'glue'" not in text and "MetaException" not in text, text

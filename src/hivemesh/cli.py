@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 
@@ -10,16 +9,17 @@ import click
 
 from hivemesh import __version__
 from hivemesh.config import ConfigError, load_config
+from hivemesh.metastore.cli import backup as metastore_backup
+from hivemesh.metastore.cli import schema as metastore_schema
 
 
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    if level.upper() != "DEBUG":  # Alembic announces every plug-in it loads at INFO
-        logging.getLogger("alembic").setLevel(logging.WARNING)
+def _setup_logging(level: str, log_format: str = "text", audit_file: str | None = None) -> None:
+    from hivemesh.logs import setup_logging
+
+    try:
+        setup_logging(level, log_format, audit_file)
+    except OSError as e:
+        raise click.ClickException(f"cannot open the audit log {audit_file}: {e.strerror}") from e
 
 
 class _LazyGroup(click.Group):
@@ -55,7 +55,7 @@ def main() -> None:
     """hivemesh: many Hive metastores, one lakehouse."""
 
 
-@main.command()
+@main.group(invoke_without_command=True)
 @click.option(
     "--config", "config_path", type=click.Path(dir_okay=False), help="mesh.yaml to read settings from."
 )
@@ -80,9 +80,32 @@ def main() -> None:
     "others are refused.  [default: anywhere]",
 )
 @click.option("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR.  [default: INFO]")
+@click.option("--log-format", default=None, help="text, or json (one object per log line).  [default: text]")
 @click.option("--framed/--unframed", default=None, help="Framed Thrift transport.  [default: unframed]")
 @click.option("--compact/--binary", default=None, help="Compact Thrift protocol.  [default: binary]")
 @click.option("--metrics-port", type=int, default=None, help="Serve Prometheus /metrics on this HTTP port.")
+@click.option(
+    "--tls-cert",
+    default=None,
+    help="PEM certificate chain: serve Thrift and /metrics over TLS only (hive.metastore.use.SSL).",
+)
+@click.option("--tls-key", default=None, help="PEM private key of --tls-cert (when that file lacks it).")
+@click.option(
+    "--tls-client-ca", default=None, help="PEM CA bundle: require client certificates it signed (mutual TLS)."
+)
+@click.option(
+    "--kerberos-principal",
+    default=None,
+    help="hive.metastore.kerberos.principal, e.g. hive/_HOST@EXAMPLE.COM: clients must authenticate with "
+    "Kerberos (SASL GSSAPI).",
+)
+@click.option("--kerberos-keytab", default=None, help="Keytab holding the --kerberos-principal's keys.")
+@click.option(
+    "--kerberos-proxy-users",
+    "kerberos_proxy_users",
+    multiple=True,
+    help="A Kerberos user trusted to act for others, e.g. a hivemesh proxy's 'hive' (repeatable).",
+)
 @click.option(
     "--txn-timeout",
     "txn_timeout_s",
@@ -118,25 +141,32 @@ def main() -> None:
     default=None,
     help="Seconds notification events are kept (never ahead of a reader).  [default: 604800]",
 )
-def metastore(config_path: str | None, **opts: object) -> None:
+@click.pass_context
+def metastore(ctx: click.Context, config_path: str | None, **opts: object) -> None:
     """Serve the Hive Metastore Thrift API on SQLite or PostgreSQL.
 
     Every option can also come from the config file (section 'metastore:') or from
     HIVEMESH_METASTORE_<OPTION> environment variables (e.g. HIVEMESH_METASTORE_TXN_TIMEOUT for
-    --txn-timeout; an unknown one is an error); options win over both.
+    --txn-timeout; an unknown one is an error); options win over both. With a command (schema,
+    backup) it operates the metadata store instead of serving; --db and --config given here apply.
     """
-    if not opts.get("allowed_locations"):
-        opts["allowed_locations"] = None  # not given: the file's or the environment's
-    else:
-        opts["allowed_locations"] = list(opts["allowed_locations"])  # type: ignore[call-overload]
+    if ctx.invoked_subcommand is not None:
+        ctx.obj = {"config_path": config_path, "db": opts.get("db")}  # defaults of the command's own
+        return
+    for key in ("allowed_locations", "kerberos_proxy_users"):  # repeatable: () when not given
+        opts[key] = list(opts[key]) if opts.get(key) else None  # type: ignore[call-overload]
     try:
         cfg = load_config(config_path, **{f"metastore__{k}": v for k, v in opts.items()}).metastore
     except ConfigError as e:
         raise click.ClickException(str(e)) from e
-    _setup_logging(cfg.log_level)
+    _setup_logging(cfg.log_level, cfg.log_format)
     from hivemesh.metastore.service import run_forever
 
     sys.exit(run_forever(cfg))
+
+
+metastore.add_command(metastore_schema)
+metastore.add_command(metastore_backup)
 
 
 @main.command()
@@ -207,6 +237,13 @@ def quickstart(
 )
 @click.option("--metrics-port", type=int, default=None, help="HTTP port of /metrics and /health.")
 @click.option("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR (overrides proxy.log_level).")
+@click.option("--log-format", default=None, help="text, or json (overrides proxy.log_format).")
+@click.option(
+    "--audit-log",
+    metavar="FILE",
+    default=None,
+    help="Write the audit lines (one per call) to FILE instead of the log (overrides proxy.audit_log).",
+)
 def proxy(config_path: str, **opts: object) -> None:
     """Serve many metastores as one catalog: a primary, federated metastores and remotes.
 
@@ -221,7 +258,8 @@ def proxy(config_path: str, **opts: object) -> None:
         cfg = load_federation_config(config_path, **opts)
     except ConfigError as e:
         raise click.ClickException(str(e)) from e
-    _setup_logging(cfg.proxy.log_level)
+    audit = cfg.proxy.audit_log
+    _setup_logging(cfg.proxy.log_level, cfg.proxy.log_format, audit if isinstance(audit, str) else None)
     from hivemesh.federation.service import run_forever
 
     sys.exit(run_forever(config_path, **opts))

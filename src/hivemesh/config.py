@@ -18,19 +18,77 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hivemesh.errors import HivemeshError
 
 DEFAULT_DATA_DIR = Path("hivemesh-data")
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+LogFormat = Literal["text", "json"]
 
 
 class ConfigError(HivemeshError, ValueError):
     """A configuration file or value is invalid; the message lists every problem with its key."""
 
 
-class MetastoreConfig(BaseModel):
+class ServerSecurity(BaseModel):
+    """TLS and Kerberos of a server's ports: the settings ``metastore:`` and ``proxy:`` share."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tls_cert: str | None = Field(
+        None,
+        description="hive.metastore.use.SSL: PEM certificate chain; when set, the Thrift port and "
+        "the metrics port speak TLS only",
+    )
+    tls_key: str | None = Field(None, description="PEM private key of tls_cert (unset: tls_cert holds it)")
+    tls_client_ca: str | None = Field(
+        None, description="PEM CA bundle: when set, clients must present a certificate it signed (mutual TLS)"
+    )
+    kerberos_principal: str | None = Field(
+        None,
+        description="hive.metastore.kerberos.principal, e.g. hive/_HOST@EXAMPLE.COM (_HOST: this "
+        "host's name): when set, clients must authenticate with Kerberos (hive.metastore.sasl.enabled)",
+    )
+    kerberos_keytab: str | None = Field(
+        None, description="hive.metastore.kerberos.keytab.file: the keytab holding kerberos_principal's keys"
+    )
+
+    @model_validator(mode="after")
+    def _complete(self) -> ServerSecurity:
+        if (self.tls_key or self.tls_client_ca) and not self.tls_cert:
+            raise ValueError("tls_key and tls_client_ca need tls_cert (the server's certificate)")
+        if bool(self.kerberos_principal) != bool(self.kerberos_keytab):
+            raise ValueError("kerberos_principal and kerberos_keytab go together")
+        return self
+
+
+class ClientTls(BaseModel):
+    """How a client reaches a metastore serving TLS: the settings a proxy member and a
+    replication zone share (``tls_enabled`` tells whether any is on)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tls: bool = Field(
+        False,
+        description="hive.metastore.use.SSL: reach the metastore over TLS (on when tls_ca or tls_cert is set)",
+    )
+    tls_ca: str | None = Field(
+        None, description="PEM CA bundle that signed the metastore's certificate (unset: system CAs)"
+    )
+    tls_cert: str | None = Field(None, description="PEM client certificate, for a metastore requiring one")
+    tls_key: str | None = Field(None, description="PEM private key of tls_cert (unset: tls_cert holds it)")
+    tls_verify_hostname: bool = Field(
+        True, description="the certificate must name the host of the URI (Hive's own client does not check)"
+    )
+
+    @property
+    def tls_enabled(self) -> bool:
+        """True when the metastore is reached over TLS."""
+        return bool(self.tls or self.tls_ca or self.tls_cert)
+
+
+class MetastoreConfig(ServerSecurity):
     """Settings of ``hivemesh metastore`` (section ``metastore:`` of mesh.yaml)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -51,19 +109,28 @@ class MetastoreConfig(BaseModel):
         "the warehouse always is); a location elsewhere is refused with MetaException. Default: anywhere",
     )
 
-    @field_validator("allowed_locations", mode="before")
-    @classmethod
-    def _comma_separated(cls, v: Any) -> Any:
-        """``HIVEMESH_METASTORE_ALLOWED_LOCATIONS=file:/data,s3a://lake``: a comma-separated list."""
-        return [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else v
-
     log_level: LogLevel = "INFO"
+    log_format: LogFormat = Field(
+        "text", description="log lines on stderr: text, or json (one object per line)"
+    )
     framed: bool = Field(False, description="framed Thrift transport (Hive default: unframed)")
     compact: bool = Field(False, description="compact Thrift protocol (Hive default: binary)")
     max_message_mb: int = Field(100, ge=1, le=2048, description="largest string/message accepted, MiB")
     metrics_port: int | None = Field(
         None, ge=0, le=65535, description="HTTP port serving Prometheus /metrics (off when unset)"
     )
+    kerberos_proxy_users: list[str] = Field(
+        default_factory=list,
+        description="as hadoop.proxyuser.*: Kerberos users (principals' short names, e.g. the hivemesh "
+        "proxy's 'hive') trusted to name the user they act for (set_ugi, txn and lock requests)",
+    )
+
+    @field_validator("allowed_locations", "kerberos_proxy_users", mode="before")
+    @classmethod
+    def _comma_separated(cls, v: Any) -> Any:
+        """A list from an environment variable: ``HIVEMESH_METASTORE_ALLOWED_LOCATIONS=file:/data,s3a://lake``."""
+        return [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else v
+
     txn_timeout_s: float = Field(
         300,
         gt=0,
@@ -96,6 +163,8 @@ class MetastoreConfig(BaseModel):
     def _upper(cls, v: Any) -> Any:
         return v.upper() if isinstance(v, str) else v
 
+    _fmt = field_validator("log_format", mode="before")(lambda cls, v: lower_enum(v))
+
 
 class MeshConfig(BaseModel):
     """The whole of mesh.yaml. Unknown top-level keys are errors."""
@@ -107,7 +176,13 @@ class MeshConfig(BaseModel):
     proxy: dict[str, Any] | None = None
     primary: dict[str, Any] | None = None
     federated: list[Any] | None = None
+    # sections of `hivemesh replicate`, validated by hivemesh.replication.config when that command runs
+    zones: dict[str, Any] | None = None
+    replication: dict[str, Any] | None = None
 
+
+TLS_FILE_KEYS = ("tls_cert", "tls_key", "tls_client_ca", "tls_ca", "kerberos_keytab")
+"""Keys naming PEM and keytab files: relative to the configuration file that names them."""
 
 MULTI = "problems:\n"
 """Starts the message of a model validator that reports several problems, one per line, each
@@ -246,7 +321,9 @@ def load_config(path: str | os.PathLike[str] | None = None, **cli: Any) -> MeshC
         source = str(path)
         raw = read_yaml(path)
         # paths written in the file are relative to the file, not to the working directory
-        raw["metastore"] = anchor_paths(raw.get("metastore"), ("db", "warehouse"), Path(path).parent)
+        raw["metastore"] = anchor_paths(
+            raw.get("metastore"), ("db", "warehouse", *TLS_FILE_KEYS), Path(path).parent
+        )
     for section, model in (("metastore", MetastoreConfig),):
         sect = dict(raw.get(section) or {})
         sect.update(env_overrides(section, model))

@@ -28,6 +28,7 @@ import getpass
 import logging
 import re
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -65,12 +66,13 @@ from hive_metastore.ttypes import (
     UnlockRequest,
 )
 from thrift.protocol import TBinaryProtocol, TCompactProtocol
-from thrift.transport import TSocket, TTransport
+from thrift.transport import TSocket, TSSLSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
 import hivemesh.hive  # noqa: F401 - the HMS exceptions can propagate through `with`
 from hivemesh.errors import HivemeshError
 from hivemesh.hive.txn_lists import ValidTxnList, ValidTxnWriteIdList, ValidWriteIdList
+from hivemesh.kerberos import KerberosInitiator, SaslError
 
 log = logging.getLogger("hivemesh.client")
 
@@ -145,6 +147,81 @@ def parse_uris(uri: str) -> list[tuple[str, int]]:
     if not out:
         raise ValueError(f"no metastore in URI {uri!r}")
     return out
+
+
+def open_socket(
+    host: str,
+    port: int,
+    timeout_s: float,
+    tls: ssl.SSLContext | None = None,
+    server_hostname: str | None = None,
+) -> TSocket.TSocket:
+    """An unopened Thrift socket to ``host:port`` with a ``timeout_s`` socket timeout; over TLS
+    when ``tls`` (a client-side ``ssl.SSLContext``, :func:`hivemesh.tls.client_context`) is given,
+    checking the server's name (``server_hostname``, default ``host``) only when the context does
+    (Hive's Java client does not)."""
+    sock: TSocket.TSocket
+    name = server_hostname or host
+    if tls is None:
+        sock = TSocket.TSocket(host, port)
+    elif tls.check_hostname:
+        sock = _TlsSocket(host, port, ssl_context=tls, server_hostname=name)
+    else:
+        sock = _TlsSocket(host, port, ssl_context=tls, server_hostname=name, validate_callback=_no_name_check)
+    sock.setTimeout(int(timeout_s * 1000))
+    return sock
+
+
+def open_transport(
+    host: str,
+    port: int,
+    timeout_s: float,
+    *,
+    tls: ssl.SSLContext | None = None,
+    kerberos: KerberosInitiator | None = None,
+    framed: bool = False,
+    server_hostname: str | None = None,
+    read_buffer: int = 4096,
+) -> tuple[TSocket.TSocket, TTransport.TTransportBase]:
+    """An open connection to ``host:port``: the socket (:func:`open_socket`) and the Thrift
+    transport over it, after the Kerberos (SASL GSSAPI) negotiation when ``kerberos`` is given,
+    whose frames are Thrift's framed transport. Raises TTransportException (refused, timed out,
+    TLS or Kerberos failure, with the reason) or OSError."""
+    sock = open_socket(host, port, timeout_s, tls, server_hostname)
+    sock.open()
+    if kerberos is not None:
+        try:
+            kerberos.negotiate(sock.handle, server_hostname or host)
+        except SaslError as e:
+            sock.close()
+            raise TTransportException(TTransportException.NOT_OPEN, str(e), inner=e) from e
+        return sock, TTransport.TFramedTransport(sock)
+    if framed:
+        return sock, TTransport.TFramedTransport(sock)
+    return sock, TTransport.TBufferedTransport(sock, rbuf_size=read_buffer)
+
+
+class _TlsSocket(TSSLSocket.TSSLSocket):  # type: ignore[misc]  # thrift ships no type hints
+    """Thrift's TLS socket, whose failed handshake says why (Thrift's own message is only
+    "Could not connect to any of [...]", hiding e.g. an untrusted certificate)."""
+
+    def open(self) -> None:
+        """Connect and handshake. Raises TTransportException (NOT_OPEN) naming the TLS reason."""
+        try:
+            super().open()
+        except TTransportException as e:
+            inner = getattr(e, "inner", None)
+            if isinstance(inner, ssl.SSLError):
+                raise TTransportException(
+                    TTransportException.NOT_OPEN,
+                    f"TLS handshake with {self.host}:{self.port} failed: {inner}",
+                    inner=inner,
+                ) from e
+            raise
+
+
+def _no_name_check(_cert: Any, _hostname: str) -> None:
+    """Accept any name in a certificate the context already verified against its CAs."""
 
 
 def parse_time_s(value: str | None, default_unit_s: float = 1.0) -> float | None:
@@ -311,6 +388,10 @@ class MetastoreClient:
     ``timeout_s``: socket timeout per call. ``retries``/``retry_backoff_s``: how often and how
     soon (doubling each time) a call is retried after a transport error (see the module doc).
     ``user``/``hostname``: recorded on txns and locks (default: this process's user and host).
+    ``tls``: a client-side ``ssl.SSLContext`` for a metastore serving TLS
+    (``hive.metastore.use.SSL``; :func:`hivemesh.tls.client_context` builds one from a PEM CA).
+    ``kerberos``: a :class:`hivemesh.kerberos.KerberosInitiator` for a metastore requiring
+    Kerberos (``hive.metastore.sasl.enabled``); messages then travel in SASL (framed) frames.
     ``connect=False`` defers connecting to the first call.
 
     At connect the client reads ``hive.txn.timeout`` with ``get_config_value`` into
@@ -331,6 +412,8 @@ class MetastoreClient:
         user: str | None = None,
         hostname: str | None = None,
         connect: bool = True,
+        tls: ssl.SSLContext | None = None,
+        kerberos: KerberosInitiator | None = None,
     ):
         if uri is not None:
             self.endpoints = parse_uris(uri)
@@ -340,6 +423,8 @@ class MetastoreClient:
             raise ValueError("MetastoreClient needs a uri or a host")
         self.framed = framed
         self.compact = compact
+        self.tls = tls
+        self.kerberos = kerberos
         self.timeout_s = timeout_s
         self.retries = retries
         self.retry_backoff_s = retry_backoff_s
@@ -356,21 +441,18 @@ class MetastoreClient:
     def _open_once(self) -> None:
         last: BaseException | None = None
         for host, port in self.endpoints:
-            sock = TSocket.TSocket(host, port)
-            sock.setTimeout(int(self.timeout_s * 1000))
-            transport: TTransport.TTransportBase = (
-                TTransport.TFramedTransport(sock) if self.framed else TTransport.TBufferedTransport(sock)
-            )
+            try:
+                _sock, transport = open_transport(
+                    host, port, self.timeout_s, tls=self.tls, kerberos=self.kerberos, framed=self.framed
+                )
+            except TRANSPORT_ERRORS as e:
+                last = e
+                continue
             protocol = (
                 TCompactProtocol.TCompactProtocolAccelerated(transport)
                 if self.compact
                 else TBinaryProtocol.TBinaryProtocolAccelerated(transport)
             )
-            try:
-                transport.open()
-            except TRANSPORT_ERRORS as e:
-                last = e
-                continue
             self._transport = transport
             self._client = ThriftHiveMetastore.Client(protocol)
             return
@@ -418,6 +500,8 @@ class MetastoreClient:
             user=self.user,
             hostname=self.hostname,
             connect=False,
+            tls=self.tls,
+            kerberos=self.kerberos,
         )
         other.endpoints = list(self.endpoints)
         other.txn_timeout_s = self.txn_timeout_s

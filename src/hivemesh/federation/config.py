@@ -18,8 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from hivemesh.config import (
     DEFAULT_DATA_DIR,
     MULTI,
+    TLS_FILE_KEYS,
+    ClientTls,
     ConfigError,
+    LogFormat,
     LogLevel,
+    ServerSecurity,
     anchor_paths,
     check_regexes,
     env_overrides,
@@ -107,7 +111,7 @@ class EmbeddedConfig(BaseModel):
     txn_timeout_s: float = Field(300, gt=0, description="hive.txn.timeout, seconds")
 
 
-class MemberConfig(BaseModel):
+class MemberConfig(ClientTls):
     """One metastore of the federation. Exactly one of ``uris``, ``glue_config``, ``embedded``."""
 
     model_config = ConfigDict(extra="forbid")
@@ -139,6 +143,12 @@ class MemberConfig(BaseModel):
     )
     framed: bool = False
     compact: bool = False
+    kerberos_principal: str | None = Field(
+        None,
+        description="the member's hive.metastore.kerberos.principal (hive/_HOST@REALM, _HOST: the URI's "
+        "host): the proxy authenticates with Kerberos, as proxy.kerberos_principal when set, else from "
+        "the ticket cache",
+    )
     connect_timeout_ms: int = Field(2000, ge=1, description="TCP connect timeout, ms (plus latency_ms)")
     call_timeout_ms: int = Field(
         600000, ge=1, description="socket timeout of a routed call, ms (plus latency_ms)"
@@ -199,11 +209,33 @@ class MemberConfig(BaseModel):
             )
         if self.ssh_tunnel is not None and not self.uris:
             raise ValueError(f"member {self.name!r}: ssh_tunnel needs uris")
+        self.tls = self.tls_enabled
+        if self.tls and not self.uris:
+            raise ValueError(f"member {self.name!r}: tls applies to uris (Thrift) members only")
+        if self.kerberos_principal and not self.uris:
+            raise ValueError(
+                f"member {self.name!r}: kerberos_principal applies to uris (Thrift) members only"
+            )
+        if self.tls_key and not self.tls_cert:
+            raise ValueError(f"member {self.name!r}: tls_key needs tls_cert")
         return self
 
 
-class ProxySettings(BaseModel):
-    """Settings of the proxy itself (section ``proxy:``)."""
+_BOOL_WORDS = {
+    "true": True,
+    "yes": True,
+    "on": True,
+    "1": True,
+    "false": False,
+    "no": False,
+    "off": False,
+    "0": False,
+}
+
+
+class ProxySettings(ServerSecurity):
+    """Settings of the proxy itself (section ``proxy:``). Its ``kerberos_principal`` is also its
+    identity towards Kerberized members."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -225,11 +257,25 @@ class ProxySettings(BaseModel):
         5000, ge=100, description="how often remotes are re-read from the store, ms"
     )
     reload_on_change: bool = Field(True, description="reload the config file when it changes (and on SIGHUP)")
-    audit_log: bool = Field(True, description="one log line per call: user, method, member, ms")
+    audit_log: bool | str = Field(
+        True,
+        description="one log line per call (user, peer, method, member, ms, result): true = in the "
+        "normal log, false = none, a file path = to that file only (at INFO whatever log_level is)",
+    )
     log_level: LogLevel = "INFO"
+    log_format: LogFormat = Field("text", description="log lines: text, or json (one object per line)")
     framed: bool = False
     compact: bool = False
     max_message_mb: int = Field(100, ge=1, le=2048)
+
+    @property
+    def kerberos_principal_name(self) -> str | None:
+        """The proxy's own principal as a client (``_HOST`` becoming this host's name)."""
+        if not self.kerberos_principal:
+            return None
+        from hivemesh.kerberos import service_principal
+
+        return service_principal(self.kerberos_principal, self.host)
 
     _res = field_validator("database_resolution", mode="before")(lambda cls, v: lower_enum(v))
 
@@ -237,6 +283,19 @@ class ProxySettings(BaseModel):
     @classmethod
     def _upper(cls, v: Any) -> Any:
         return v.upper() if isinstance(v, str) else v
+
+    _fmt = field_validator("log_format", mode="before")(lambda cls, v: lower_enum(v))
+
+    @field_validator("audit_log", mode="before")
+    @classmethod
+    def _audit_sink(cls, v: Any) -> Any:
+        """``true``/``false`` (as an environment variable spells them) or a file path."""
+        if isinstance(v, str):
+            if v.strip().lower() in _BOOL_WORDS:
+                return _BOOL_WORDS[v.strip().lower()]
+            if not v.strip():
+                raise ValueError("give true, false or the path of the audit log file")
+        return v
 
 
 class FederationConfig(BaseModel):
@@ -290,11 +349,11 @@ class FederationConfig(BaseModel):
 
 
 def _anchor_member(member: Any, base: Path) -> Any:
-    """A member read from the file with its embedded store/warehouse and SSH key files made
+    """A member read from the file with its embedded store/warehouse, TLS and SSH key files made
     relative to the file's directory."""
     if not isinstance(member, dict):
         return member
-    out = dict(member)
+    out = anchor_paths(member, TLS_FILE_KEYS, base)
     out["embedded"] = anchor_paths(member.get("embedded"), ("db", "warehouse"), base)
     tunnel = member.get("ssh_tunnel")
     if isinstance(tunnel, dict):
@@ -310,7 +369,10 @@ def load_federation_config(path: str | os.PathLike[str], **overrides: Any) -> Fe
     given on the command line (``None`` values ignored). Raises ConfigError listing every problem."""
     raw = read_yaml(path)
     base = Path(path).parent  # paths written in the file are relative to the file
-    section = dict(anchor_paths(raw.get("proxy"), ("store",), base) or {})
+    section = dict(anchor_paths(raw.get("proxy"), ("store", *TLS_FILE_KEYS), base) or {})
+    audit = section.get("audit_log")
+    if isinstance(audit, str) and audit.strip().lower() not in _BOOL_WORDS:
+        section["audit_log"] = relative_to(base, audit)  # a file path, relative to the file
     section.update(env_overrides("proxy", ProxySettings))  # HIVEMESH_PROXY_<OPTION>
     section.update({k: v for k, v in overrides.items() if v is not None})
     body = {

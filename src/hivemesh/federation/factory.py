@@ -3,6 +3,8 @@ hivemesh, AWS Glue), the name rules and the access rules."""
 
 from __future__ import annotations
 
+import ssl
+
 from hivemesh.federation.access import AccessRules
 from hivemesh.federation.config import (
     DatabaseResolution,
@@ -17,6 +19,8 @@ from hivemesh.federation.connectors.glue import GlueCatalog
 from hivemesh.federation.connectors.thrift import ThriftCatalog
 from hivemesh.federation.members import Member, MemberIndexes
 from hivemesh.federation.naming import NameMap
+from hivemesh.kerberos import KerberosInitiator
+from hivemesh.tls import client_context
 
 
 def thrift_catalog(
@@ -27,8 +31,11 @@ def thrift_catalog(
     call_timeout_s: float = 600.0,
     framed: bool = False,
     compact: bool = False,
+    tls: ssl.SSLContext | None = None,
+    kerberos: KerberosInitiator | None = None,
 ) -> ThriftCatalog:
-    """A Thrift connector, through an SSH tunnel when ``ssh`` is given."""
+    """A Thrift connector, through an SSH tunnel when ``ssh`` is given, over TLS when ``tls``
+    (a client-side context) is given."""
     tunnel = None
     if ssh is not None:
         # paramiko (heavy, imported by the ssh module) loads only when a tunnel is configured
@@ -50,11 +57,33 @@ def thrift_catalog(
         framed=framed,
         compact=compact,
         tunnel=tunnel,
+        tls=tls,
+        kerberos=kerberos,
     )
 
 
-def glue_catalog(cfg: GlueConfig) -> DirectCatalog:
-    """An AWS Glue Data Catalog connector (read side of the HMS interface)."""
+def member_tls(cfg: MemberConfig) -> ssl.SSLContext | None:
+    """The client-side TLS context of a Thrift member (None when it is reached in plaintext).
+    Raises TlsError naming an unusable file."""
+    if not cfg.tls:
+        return None
+    return client_context(cfg.tls_ca, cfg.tls_cert, cfg.tls_key, verify_hostname=cfg.tls_verify_hostname)
+
+
+def member_kerberos(cfg: MemberConfig, settings: ProxySettings) -> KerberosInitiator | None:
+    """The Kerberos client side of a Thrift member with a ``kerberos_principal`` (None otherwise):
+    the proxy's own principal and keytab when configured, else the ticket cache. Raises
+    KerberosError when no credentials can be had."""
+    if not cfg.kerberos_principal:
+        return None
+    return KerberosInitiator(
+        cfg.kerberos_principal, settings.kerberos_principal_name, settings.kerberos_keytab
+    )
+
+
+def glue_catalog(cfg: GlueConfig, name: str = "glue") -> DirectCatalog:
+    """An AWS Glue Data Catalog connector (read side of the HMS interface); ``name`` (the member's)
+    is what its error messages call it."""
     # Glue databases often have no location; Spark cannot describe a database without one, so
     # such databases are shown at a placeholder glue://<catalog>/<db>.db (remotes are read-only)
     placeholder = f"glue://{cfg.glue_account_id or cfg.region}"
@@ -62,6 +91,7 @@ def glue_catalog(cfg: GlueConfig) -> DirectCatalog:
         region=cfg.region,
         endpoint_url=cfg.glue_endpoint,
         account_id=cfg.glue_account_id,
+        name=name,
         default_warehouse=placeholder,
     )
     where = cfg.glue_endpoint or f"region {cfg.region}"
@@ -79,13 +109,15 @@ def build_member(cfg: MemberConfig, role: str, settings: ProxySettings, indexes:
     if cfg.embedded is not None:
         connector = embedded_catalog(cfg.embedded.db, cfg.embedded.warehouse, cfg.embedded.txn_timeout_s)
     elif cfg.glue_config is not None:
-        connector = glue_catalog(cfg.glue_config)
+        connector = glue_catalog(cfg.glue_config, cfg.name)
     else:
         opts = dict(
             connect_timeout_s=cfg.connect_timeout_ms / 1000 + extra_s,
             call_timeout_s=cfg.call_timeout_ms / 1000 + extra_s,
             framed=cfg.framed,
             compact=cfg.compact,
+            tls=member_tls(cfg),
+            kerberos=member_kerberos(cfg, settings),
         )
         connector = thrift_catalog(cfg.uris, cfg.ssh_tunnel, **opts)
         if cfg.read_only_uris:

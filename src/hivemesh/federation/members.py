@@ -99,6 +99,9 @@ class Member:
     ``remote_spec``: the RemoteSpec of a remote (None for configured members).
     """
 
+    still_down_log_interval_s: float = 300.0
+    """While a member stays down, "still unavailable" is logged at most this often (seconds)."""
+
     def __init__(
         self,
         name: str,
@@ -126,6 +129,8 @@ class Member:
         self.available = True
         self.last_error: str | None = None
         self.changed_at = time.time()
+        self._logged_at = self.changed_at  # when "unavailable" was last logged
+        self._health_lock = threading.Lock()
         self.databases: frozenset[str] = frozenset()  # real names, as last listed by the poller
         self.missing: set[str] = set()  # HMS methods the member answered "Invalid method name" to
 
@@ -142,22 +147,49 @@ class Member:
         return f"{what} '{self.name}' ({self.connector.describe()})"
 
     # ------------------------------------------------------------------ health
+    def error_text(self, error: BaseException | str) -> str:
+        """``error`` as the reason in health messages: a Thrift exception's own message rather than
+        its repr, without the connector's own name when the message starts with it (the member is
+        named by the message around it), and the exception type unless it is a MetaException."""
+        if isinstance(error, str):
+            return error
+        message = getattr(error, "message", None)
+        if not isinstance(message, str) or not message:
+            return f"{type(error).__name__}: {error}".rstrip(": ")
+        label = getattr(self.connector, "error_label", None)
+        if isinstance(label, str) and label and message.startswith(f"{label}: "):
+            message = message[len(label) + 2 :]
+        return message if isinstance(error, MetaException) else f"{type(error).__name__}: {message}"
+
     def mark_down(self, error: BaseException | str) -> None:
-        """Record that the member cannot be reached (calls then fail fast)."""
-        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}".rstrip(": ")
-        if self.available:
-            log.warning("%s is unavailable: %s", self.describe(), text)
-            self.changed_at = time.time()
-        self.available = False
-        self.last_error = text
+        """Record that the member cannot be reached (calls then fail fast). Logged as a WARNING
+        when it goes down, then at most every :attr:`still_down_log_interval_s` while it stays
+        down (every health poll calls this)."""
+        text = self.error_text(error)
+        now = time.time()
+        with self._health_lock:
+            if self.available:
+                log.warning("%s is unavailable: %s", self.describe(), text)
+                self.changed_at = self._logged_at = now
+            elif now - self._logged_at >= self.still_down_log_interval_s:
+                log.warning(
+                    "%s still unavailable for %s: %s", self.describe(), _duration(now - self.changed_at), text
+                )
+                self._logged_at = now
+            self.available = False
+            self.last_error = text
 
     def mark_up(self) -> None:
-        """Record that the member answers again."""
-        if not self.available:
-            log.info("%s is available again", self.describe())
-            self.changed_at = time.time()
-        self.available = True
-        self.last_error = None
+        """Record that the member answers again (logged once, as INFO, when it was down)."""
+        with self._health_lock:
+            if not self.available:
+                now = time.time()
+                log.info(
+                    "%s is available again (down for %s)", self.describe(), _duration(now - self.changed_at)
+                )
+                self.changed_at = now
+            self.available = True
+            self.last_error = None
 
     def unavailable_error(self) -> MemberUnavailableError:
         """The error calls routed to this member get while it is down: names it, its last error and for how long."""
@@ -246,6 +278,16 @@ class Member:
                     connector.close()
                 except Exception as e:
                     log.warning("closing %s: %s", self.name, e)
+
+
+def _duration(seconds: float) -> str:
+    """``42s``, ``5m``, ``5m 30s``, ``2h 5m`` for log lines."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m" + (f" {s % 60}s" if s % 60 else "")
+    return f"{s // 3600}h" + (f" {s % 3600 // 60}m" if s % 3600 // 60 else "")
 
 
 def unavailable(e: MemberUnavailableError) -> MetaException:

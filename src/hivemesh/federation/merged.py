@@ -170,6 +170,8 @@ class MergedCalls:
         """Remember the user for this connection (replayed on every member connection it opens,
         and shown in the audit log) and send it to the members it is connected to."""
         state = connection()
+        if state.principal is not None and not state.may_impersonate and state.user:
+            user_name = state.user  # a Kerberos client is its principal, whatever it claims
         state.user, state.groups = user_name, list(group_names or [])
         session = self.fed.session()
         session.ugi = (user_name, list(group_names or []))

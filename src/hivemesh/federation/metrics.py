@@ -6,12 +6,13 @@
 (``hivemesh_proxy_member_up``), open connections, duplicate database names and config reloads.
 ``/health``: JSON with every member's status; HTTP 200 when the primary is available, else 503.
 Audit log (logger ``hivemesh.audit``, INFO): one line per call with user, peer, method, member, ms
-and the outcome.
+and the outcome (also as fields of the record, for ``log_format: json``).
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -94,15 +95,24 @@ class ProxyMetrics:
         current.member = None
         if self.audit:
             state = connection()
+            user, peer, member, ms, result = (
+                state.user or "-", state.peer or "-", member or "-", round(seconds * 1000, 2), error or "ok"
+            )  # fmt: skip
             audit_log.info(
                 "user=%s peer=%s method=%s member=%s ms=%.2f result=%s",
-                state.user or "-", state.peer or "-", method, member or "-", seconds * 1000, error or "ok",
+                user, peer, method, member, ms, result,
+                extra={"user": user, "peer": peer, "method": method, "member": member, "ms": ms, "result": result},
             )  # fmt: skip
 
 
 class HealthServer(MetricsHttpServer):
     """``/metrics`` and ``/health`` of the proxy over HTTP. ``health()`` returns (ok, JSON-able details)."""
 
-    def __init__(self, metrics: ProxyMetrics, health: Callable[[], tuple[bool, dict[str, Any]]]):
-        super().__init__(metrics.registry, health, name="proxy-http")
+    def __init__(
+        self,
+        metrics: ProxyMetrics,
+        health: Callable[[], tuple[bool, dict[str, Any]]],
+        tls: ssl.SSLContext | None = None,
+    ):
+        super().__init__(metrics.registry, health, name="proxy-http", tls=tls)
         self.metrics = metrics

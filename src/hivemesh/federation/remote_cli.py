@@ -208,15 +208,17 @@ def _check(spec: RemoteSpec, config_path: str | None) -> None:
     if not primary.uris:
         return  # an embedded primary is the proxy's own store: checked when the proxy serves it
     from hivemesh.client.metastore import MetastoreClient
+    from hivemesh.federation.factory import member_tls
+    from hivemesh.tls import TlsError
 
     try:
-        with MetastoreClient(",".join(primary.uris), timeout_s=30) as client:
+        with MetastoreClient(",".join(primary.uris), timeout_s=30, tls=member_tls(primary)) as client:
             client.call("get_database", spec.local_db, idempotent=True)
     except NoSuchObjectException:
         _fail(
             f"table link {spec.local_name}: no database {spec.local_db} in the primary metastore {primary.name!r}"
         )
-    except (TException, OSError) as e:
+    except (TException, OSError, TlsError) as e:
         _fail(f"cannot reach the primary metastore {primary.name!r} ({','.join(primary.uris)}): {e}")
 
 

@@ -23,8 +23,10 @@ from hivemesh.federation.metrics import HealthServer, ProxyMetrics
 from hivemesh.federation.remotes.registry import LinkRegistry
 from hivemesh.federation.remotes.store import RemoteStore
 from hivemesh.federation.routing import Registry
+from hivemesh.kerberos import KerberosAcceptor, KerberosError
 from hivemesh.thrift.processor import HMSProcessor
 from hivemesh.thrift.server import ThriftServer, tune_gc
+from hivemesh.tls import TlsError, server_context
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +47,7 @@ class ProxyService:
         self.overrides = overrides
         self.cfg: FederationConfig = load_federation_config(self.config_path, **overrides)
         self.metrics = ProxyMetrics()
-        self.metrics.audit = self.cfg.proxy.audit_log
+        self.metrics.audit = self.cfg.proxy.audit_log is not False
         self.indexes = MemberIndexes()  # member numbers in lock ids, for the life of the service
         self.fed: Federation | None = None
         self.links: LinkRegistry | None = None
@@ -110,6 +112,18 @@ class ProxyService:
         self.poller = HealthPoller(self.fed, s.status_polling_delay_ms / 1000, on_round=self._update_gauges)
         self.poller.poll_once()
         self.poller.start()
+        tls = None
+        if s.tls_cert:
+            try:
+                tls = server_context(s.tls_cert, s.tls_key, s.tls_client_ca)
+            except TlsError as e:
+                raise ProxyStartupError(str(e)) from e
+        kerberos = None
+        if s.kerberos_principal and s.kerberos_keytab:
+            try:
+                kerberos = KerberosAcceptor(s.kerberos_principal, s.kerberos_keytab, s.host)
+            except KerberosError as e:
+                raise ProxyStartupError(str(e)) from e
         processor = HMSProcessor(self.fed, observer=self.metrics.observe_call)
         self.server = ThriftServer(
             processor,
@@ -118,6 +132,8 @@ class ProxyService:
             framed=s.framed,
             compact=s.compact,
             max_message_bytes=s.max_message_mb * 1024 * 1024,
+            tls=tls,
+            kerberos=kerberos,
         )
         try:
             self.server.listen()
@@ -126,7 +142,7 @@ class ProxyService:
         server = self.server
         self.metrics.connections.set_function(lambda: server.active_connections)
         if s.metrics_port is not None:
-            self.http = HealthServer(self.metrics, self.health)
+            self.http = HealthServer(self.metrics, self.health, tls=tls)
             try:
                 self.metrics_port = self.http.serve(s.metrics_port, s.host)
             except OSError as e:
@@ -232,9 +248,12 @@ class ProxyService:
                 self.metrics.reloads.labels("invalid").inc()
                 return False
             old = self.fed.registry
-            for key in ("host", "port", "metrics_port", "store", "framed", "compact"):
+            for key in ("host", "port", "metrics_port", "store", "framed", "compact", "log_format"):
                 if getattr(cfg.proxy, key) != getattr(old.settings, key):
                     log.warning("proxy.%s changed: it takes effect after a restart", key)
+            sinks = (cfg.proxy.audit_log, old.settings.audit_log)
+            if sinks[0] != sinks[1] and any(isinstance(s, str) for s in sinks):
+                log.warning("proxy.audit_log's file changed: it takes effect after a restart")
             try:
                 registry, retired = self._build_registry(cfg, old)
             except Exception as e:
@@ -247,7 +266,7 @@ class ProxyService:
                     log.info("reload: %s added or changed", m.describe())
             self.fed.registry = registry
             self.cfg = cfg
-            self.metrics.audit = cfg.proxy.audit_log
+            self.metrics.audit = cfg.proxy.audit_log is not False
             if self.poller is not None:
                 self.poller.interval_s = cfg.proxy.status_polling_delay_ms / 1000
             for m in retired:
@@ -280,9 +299,16 @@ def run_forever(config_path: str, **overrides: Any) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGHUP, _on_hup)
     assert svc.server is not None
-    print(f"hivemesh proxy listening on {svc.server.host}:{svc.server.port}", flush=True)
+    tls = svc.server.tls is not None
+    print(
+        f"hivemesh proxy listening on {svc.server.host}:{svc.server.port}{' (TLS)' if tls else ''}",
+        flush=True,
+    )
     if svc.metrics_port is not None:
-        print(f"hivemesh proxy metrics on http://{svc.server.host}:{svc.metrics_port}/metrics", flush=True)
+        scheme = "https" if tls else "http"
+        print(
+            f"hivemesh proxy metrics on {scheme}://{svc.server.host}:{svc.metrics_port}/metrics", flush=True
+        )
     stop.wait()
     svc.stop()
     log.info("stopped")

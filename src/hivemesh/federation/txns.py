@@ -38,6 +38,7 @@ from hivemesh.federation.access import AccessDeniedError, denied
 from hivemesh.federation.members import Member, MemberIndexes
 from hivemesh.federation.routing import MemberCalls
 from hivemesh.hive.txn_lists import ValidTxnList
+from hivemesh.thrift.server import connection
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,7 @@ class TxnRouter:
     # ------------------------------------------------------------------ txns
     def open_txns(self, rqst: Any) -> Any:
         """Open txns on the primary; their ids are the client's."""
+        _as_authenticated(rqst)
         resp = self.fed.call_member(self.primary, "open_txns", [rqst])
         session = self.fed.session()
         with self._lock:
@@ -325,6 +327,7 @@ class TxnRouter:
     # ------------------------------------------------------------------ locks
     def lock(self, rqst: Any) -> Any:
         """Take a lock on the metastore owning its components' databases (all in one metastore)."""
+        _as_authenticated(rqst)
         member: Member | None = None
         real_by_db: dict[str, str] = {}
         for c in rqst.component or []:
@@ -372,3 +375,11 @@ class TxnRouter:
         member, local = self._decode(rqst.lockid)
         rqst.lockid = local
         self.fed.call_member(member, "unlock", [rqst])
+
+
+def _as_authenticated(rqst: Any) -> None:
+    """A request from a Kerberos-authenticated client carries its principal's user, whatever the
+    client wrote (the members trust the proxy, a Kerberos proxy user, to say who acts)."""
+    state = connection()
+    if state.principal is not None and not state.may_impersonate and state.user:
+        rqst.user = state.user

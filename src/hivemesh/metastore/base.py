@@ -49,6 +49,16 @@ def calling_user() -> str | None:
     return connection().user or None
 
 
+def request_user(given: str | None) -> str:
+    """The user to record on a txn or lock: the connection's Kerberos user when it authenticated
+    (a client cannot claim another name) unless it is a proxy user acting for the request's user,
+    else the name the request carries (``""`` when none)."""
+    state = connection()
+    if state.principal is not None and state.user and not (state.may_impersonate and given):
+        return state.user
+    return given or ""
+
+
 def java_list(values: Any) -> str:
     """A sequence as Java's ``List.toString`` writes it, for messages copied from Hive:
     ``["eu", "1999"]`` -> ``[eu, 1999]``."""
@@ -115,7 +125,10 @@ class CatalogBase:
     def checked_location(self, location: str) -> str:
         """``location`` given by a client, normalized (:func:`hivemesh.storage.normalize_location`:
         ``..`` resolved); MetaException when the operator restricted locations
-        (``metastore.allowed_locations``) and it is under none of them nor the warehouse."""
+        (``metastore.allowed_locations``) and it is under none of them nor the warehouse, or when it
+        holds a NUL character (no file system takes one)."""
+        if "\x00" in location:
+            raise MetaException(f"location {location!r} holds a NUL character")
         loc = storage.normalize_location(location)
         if self.allowed_locations and not any(
             loc == root or loc.startswith(root.rstrip("/") + "/") for root in self.allowed_locations

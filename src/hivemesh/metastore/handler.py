@@ -167,9 +167,12 @@ class LocalMetastore(
         return None
 
     def set_ugi(self, user_name: str, group_names: list[str]) -> list[str]:
-        """Remember the connection's user and groups; returns the groups (as Hive does)."""
+        """Remember the connection's user and groups; returns the groups (as Hive does). A
+        connection authenticated with Kerberos keeps its principal's user (Hive takes the user
+        from the SASL identity, not from the client's word), unless it is a proxy user."""
         state = connection()
-        state.user = user_name
+        if state.principal is None or state.may_impersonate:  # a proxy user names whom it acts for
+            state.user = user_name
         state.groups = list(group_names or [])
         return state.groups
 

@@ -85,7 +85,7 @@ from hive_metastore.ttypes import (
 from thrift.Thrift import TApplicationException
 
 from hivemesh.hive.constants import now_ms
-from hivemesh.metastore.base import CatalogBase
+from hivemesh.metastore.base import CatalogBase, request_user
 from hivemesh.metastore.txn_schema import HIVE_LOCKS, NEXT_LOCK_ID, TXN_COMPONENTS, TXN_TO_WRITE_ID, TXNS
 
 log = logging.getLogger(__name__)
@@ -381,7 +381,7 @@ class LockMixin(CatalogBase):
                         "HL_LOCK_STATE": WAITING,
                         "HL_LOCK_TYPE": c.type_code,
                         "HL_LAST_HEARTBEAT": 0 if txn_id else ts,
-                        "HL_USER": (rqst.user or "")[:_TEXT_LIMIT],
+                        "HL_USER": (request_user(rqst.user))[:_TEXT_LIMIT],
                         "HL_HOST": (rqst.hostname or "")[:_TEXT_LIMIT],
                         "HL_AGENT_INFO": (rqst.agentInfo or "")[:_TEXT_LIMIT] or None,
                     }

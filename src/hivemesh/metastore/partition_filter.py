@@ -597,17 +597,26 @@ def _compile_chain(
     pg: bool,
 ) -> sa.ColumnElement[bool]:
     """An And/Or compiled flat: string equalities on one key ORed become ``key IN (...)``,
-    string inequalities ANDed ``key NOT IN (...)``, ORed rows of string equalities on the same
-    keys (``STRUCT(...) IN (...)``) a row-value IN; the rest is chained in groups of
+    string inequalities ANDed ``key NOT IN (...)``, numeric ones likewise one guarded
+    ``CAST(key AS BIGINT) [NOT] IN (...)`` (:func:`_numeric_in`), ORed rows of string equalities on
+    the same keys (``STRUCT(...) IN (...)``) a row-value IN; the rest is chained in groups of
     :data:`_CHAIN` on SQLite so its parser never nests too deep."""
     is_or = isinstance(expr, Or)
     by_key: dict[str, list[str]] = {}
+    numbers: dict[str, list[str]] = {}
     rows: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
     parts: list[sa.ColumnElement[bool]] = []
     for item in expr.items:
         cmp = _string_test(item, "=" if is_or else "!=", key_types)
         if cmp is not None:
             by_key.setdefault(cmp.key, []).append(cmp.value)
+            continue
+        if (
+            isinstance(item, Comparison)
+            and item.op == ("=" if is_or else "!=")
+            and _is_numeric(item, key_types)
+        ):
+            numbers.setdefault(item.key, []).append(item.value)
             continue
         if is_or and isinstance(item, And) and len(item.items) > 1:
             tests = [_string_test(i, "=", key_types) for i in item.items]
@@ -622,6 +631,13 @@ def _compile_chain(
             parts.append(_OPS["=" if is_or else "!="](col, sa.literal(values[0], sa.String)))
         else:
             parts.append(col.in_(values) if is_or else col.not_in(values))
+    for key, values in numbers.items():
+        if len(values) == 1:
+            parts.append(
+                _compile(Comparison(key, "=" if is_or else "!=", values[0], True), col_of, key_types, pg)
+            )
+        else:
+            parts.append(_numeric_in(col_of(key), values, is_or, pg))
     for keys, vals in rows.items():
         if len(vals) == 1:
             parts.append(
@@ -630,6 +646,23 @@ def _compile_chain(
         else:
             parts.append(sa.tuple_(*(col_of(k) for k in keys)).in_(vals))
     return _chain(sa.or_ if is_or else sa.and_, parts, pg)
+
+
+def _numeric_in(
+    col: sa.ColumnElement[Any], numbers: list[str], is_or: bool, pg: bool
+) -> sa.ColumnElement[bool]:
+    """``n = a OR n = b ...`` (``is_or``) or ``n != a AND n != b ...`` on an integral key, as one
+    ``CASE WHEN <guard> THEN CAST(col AS BIGINT) [NOT] IN (...) ELSE false END`` with the answers of
+    :func:`evaluate`: a value that is not a BIGINT matches neither form, a fraction never equals
+    (and so always differs from) an integer. One guarded comparison per number instead would make
+    an IN list of 10,000 numbers (within :data:`MAX_FILTER_TERMS`) 10,000 CASEs, which SQLite took
+    minutes to plan and run for a handful of partitions."""
+    ints = sorted({b[1] for v in numbers if not isinstance(b := _integer_bound("=", v), bool)})
+    guard = _bigint_guard(col, pg)
+    if not ints:
+        return sa.false() if is_or else guard
+    value = sa.cast(col, sa.BigInteger)
+    return sa.case((guard, value.in_(ints) if is_or else value.not_in(ints)), else_=sa.false())
 
 
 def _chain(

@@ -11,16 +11,20 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from hivemesh import __version__
 from hivemesh.config import MetastoreConfig
 from hivemesh.errors import HivemeshError
 from hivemesh.hive.constants import now_ms
+from hivemesh.kerberos import KerberosAcceptor, KerberosError
 from hivemesh.metastore.handler import LocalMetastore
 from hivemesh.metastore.housekeeper import Housekeeper
 from hivemesh.metastore.metrics import ServiceMetrics
 from hivemesh.metastore.store import Store
+from hivemesh.storage.sql import SchemaTooNewError
 from hivemesh.thrift.http import MetricsHttpServer
 from hivemesh.thrift.processor import HMSProcessor
 from hivemesh.thrift.server import ThriftServer, tune_gc
+from hivemesh.tls import TlsError, server_context
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +39,8 @@ class MetastoreService:
 
     ``start()`` binds and serves from a background thread; ``uri`` is then
     ``thrift://host:port``; ``stop()`` closes the listener and every connection.
-    Raises ``sqlalchemy.exc.OperationalError`` (store unreachable) or OSError (port in use) on start.
+    ``start()`` raises StartupError (store unreachable or its schema newer than this hivemesh
+    knows, metrics port taken) or OSError (Thrift port in use).
     """
 
     def __init__(self, cfg: MetastoreConfig):
@@ -59,8 +64,30 @@ class MetastoreService:
     def start(self) -> MetastoreService:
         """Open the store (creating or upgrading its schema), bind the port and serve in a thread."""
         t0 = time.perf_counter()
+        tls = None
+        if self.cfg.tls_cert:
+            try:
+                tls = server_context(self.cfg.tls_cert, self.cfg.tls_key, self.cfg.tls_client_ca)
+            except TlsError as e:
+                raise StartupError(str(e)) from e
+        kerberos = None
+        if self.cfg.kerberos_principal and self.cfg.kerberos_keytab:
+            try:
+                kerberos = KerberosAcceptor(
+                    self.cfg.kerberos_principal,
+                    self.cfg.kerberos_keytab,
+                    self.cfg.host,
+                    proxy_users=self.cfg.kerberos_proxy_users,
+                )
+            except KerberosError as e:
+                raise StartupError(str(e)) from e
         try:
             self.store = Store(self.cfg.db)
+        except SchemaTooNewError as e:
+            raise StartupError(
+                f"the metadata store's schema ({e.url}) is at revision {e.current}, newer than this "
+                f"hivemesh {__version__} knows (head {e.head}): upgrade hivemesh"
+            ) from e
         except Exception as e:
             raise StartupError(f"cannot open the metadata store {self.cfg.db}: {_first_line(e)}") from e
         self.handler = LocalMetastore(
@@ -83,13 +110,17 @@ class MetastoreService:
             framed=self.cfg.framed,
             compact=self.cfg.compact,
             max_message_bytes=self.cfg.max_message_mb * 1024 * 1024,
+            tls=tls,
+            kerberos=kerberos,
         )
         self.server.listen()
         server = self.server
         self.metrics.connections.set_function(lambda: server.active_connections)
         if self.cfg.metrics_port is not None:
             try:
-                self.http = MetricsHttpServer(self.metrics.registry, self.health, name="metastore-http")
+                self.http = MetricsHttpServer(
+                    self.metrics.registry, self.health, name="metastore-http", tls=tls
+                )
                 self.metrics_port = self.http.serve(self.cfg.metrics_port, self.cfg.host)
             except OSError as e:
                 self.server.stop()
@@ -100,9 +131,9 @@ class MetastoreService:
         self._thread = threading.Thread(target=self.server.serve_forever, name="hms-accept", daemon=True)
         self._thread.start()
         log.info(
-            "metastore on %s (store %s, warehouse %s, %d methods) ready in %.2fs",
-            self.uri, self.store.url.render_as_string(hide_password=True), self.handler.warehouse,
-            len(processor.methods), time.perf_counter() - t0,
+            "metastore on %s%s (store %s, warehouse %s, %d methods) ready in %.2fs",
+            self.uri, _security(tls is not None, kerberos), self.store.url.render_as_string(hide_password=True),
+            self.handler.warehouse, len(processor.methods), time.perf_counter() - t0,
         )  # fmt: skip
         return self
 
@@ -145,6 +176,12 @@ class MetastoreService:
         self.stop()
 
 
+def _security(tls: bool, kerberos: KerberosAcceptor | None) -> str:
+    """`` (TLS, Kerberos hive/host@R)`` for the ready lines; empty when neither is on."""
+    parts = (["TLS"] if tls else []) + ([f"Kerberos {kerberos.principal}"] if kerberos else [])
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def _first_line(e: BaseException) -> str:
     orig = getattr(e, "orig", None)  # SQLAlchemy wraps the driver's error; its text has no SQL
     text = str(orig if orig is not None else e).strip()
@@ -179,10 +216,12 @@ def run_forever(cfg: MetastoreConfig) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGHUP, _on_hup)
     assert svc.server is not None
-    print(f"hivemesh metastore listening on {svc.server.host}:{svc.server.port}", flush=True)
+    tls = _security(svc.server.tls is not None, svc.server.kerberos)
+    print(f"hivemesh metastore listening on {svc.server.host}:{svc.server.port}{tls}", flush=True)
     if svc.metrics_port is not None:
+        scheme = "https" if svc.server.tls is not None else "http"
         print(
-            f"hivemesh metastore metrics on http://{svc.server.host}:{svc.metrics_port}/metrics "
+            f"hivemesh metastore metrics on {scheme}://{svc.server.host}:{svc.metrics_port}/metrics "
             f"(health: /health)",
             flush=True,
         )

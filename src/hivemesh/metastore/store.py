@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hivemesh.storage.sql import SqlStore
+from hivemesh.storage.sql import SchemaStatus, SqlStore, inspect_schema
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 VERSION_TABLE = "alembic_version"
@@ -23,10 +23,11 @@ _PG_LOCK = 0x484D534D  # advisory lock key serialising concurrent schema upgrade
 class Store(SqlStore):
     """A metadata store at a SQLAlchemy URL (``sqlite:///path`` or ``postgresql+psycopg://...``).
 
-    The schema is created or upgraded to the newest Alembic revision on construction.
-    ``pool_size``: pooled connections (at most 6 on PostgreSQL). Raises ConfigError for a URL that
-    is neither SQLite nor PostgreSQL, ``sqlalchemy.exc.OperationalError`` when the database cannot
-    be reached.
+    The schema is created or upgraded to the newest Alembic revision on construction (unless
+    ``migrate=False``). ``pool_size``: pooled connections (at most 6 on PostgreSQL). Raises
+    ConfigError for a URL that is neither SQLite nor PostgreSQL, ``sqlalchemy.exc.OperationalError``
+    when the database cannot be reached, :class:`~hivemesh.storage.sql.SchemaTooNewError` when its
+    schema is at a revision this hivemesh does not know (a newer hivemesh upgraded it).
 
     :meth:`read` gets one snapshot for the whole call: a read takes several queries (base rows,
     then child rows), and PostgreSQL runs it at REPEATABLE READ on a pool of its own so that a
@@ -34,7 +35,7 @@ class Store(SqlStore):
     connection's isolation level on every checkout). SQLite transactions already read one snapshot.
     """
 
-    def __init__(self, url: str, pool_size: int = 16):
+    def __init__(self, url: str, pool_size: int = 16, *, migrate: bool = True):
         # PostgreSQL allows 100 connections by default for all its clients: stay well below it (a
         # call waits for a pooled connection rather than failing). Writes run at READ COMMITTED
         # with row locks.
@@ -48,4 +49,12 @@ class Store(SqlStore):
             sqlite_pool={"max_overflow": 64},
             postgresql_pool={"pool_size": min(pool_size, 6), "max_overflow": 10, "pool_timeout": 120},
             read_isolation="REPEATABLE READ",
+            migrate=migrate,
         )
+
+
+def schema_status(url: str) -> SchemaStatus:
+    """The metastore schema's status at ``url`` (current and head revision, pending migrations),
+    read without changing anything. Raises ConfigError for a bad URL,
+    ``sqlalchemy.exc.OperationalError`` when the database cannot be reached."""
+    return inspect_schema(url, MIGRATIONS, VERSION_TABLE, what="metastore.db")

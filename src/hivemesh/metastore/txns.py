@@ -62,7 +62,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from hivemesh.hive import events
 from hivemesh.hive.constants import now_ms
 from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
-from hivemesh.metastore.base import CatalogBase, Tx
+from hivemesh.metastore.base import CatalogBase, Tx, request_user
 from hivemesh.metastore.schema import TABLE_PARAMS
 from hivemesh.metastore.txn_schema import (
     HIVE_LOCKS,
@@ -213,7 +213,7 @@ class TxnMixin(CatalogBase):
                             "TXN_STATE": OPEN,
                             "TXN_STARTED": ts,
                             "TXN_LAST_HEARTBEAT": ts,
-                            "TXN_USER": rqst.user or "",
+                            "TXN_USER": request_user(rqst.user),
                             "TXN_HOST": rqst.hostname or "",
                             "TXN_AGENT_INFO": rqst.agentInfo,
                             "TXN_TYPE": txn_type,
@@ -784,7 +784,7 @@ class TxnMixin(CatalogBase):
                     TXNS.insert(),
                     [
                         {"TXN_ID": t, "TXN_STATE": state, "TXN_STARTED": ts, "TXN_LAST_HEARTBEAT": ts,
-                         "TXN_ENDED": ts if state == COMMITTED else None, "TXN_USER": rqst.user or "",
+                         "TXN_ENDED": ts if state == COMMITTED else None, "TXN_USER": request_user(rqst.user),
                          "TXN_HOST": rqst.hostName or "", "TXN_AGENT_INFO": None, "TXN_TYPE": TxnType.REPL_CREATED}
                         for t, (_, state) in zip(txn_ids, fresh, strict=True)
                     ],

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import re
+import ssl
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hivemesh.config import (
     DEFAULT_DATA_DIR,
+    TLS_FILE_KEYS,
+    ClientTls,
     ConfigError,
     anchor_paths,
     check_regexes,
@@ -51,6 +54,7 @@ from hivemesh.config import (
     read_yaml,
 )
 from hivemesh.storage.sql import normalize_url
+from hivemesh.tls import client_context
 
 __all__ = [
     "DataMode",
@@ -114,7 +118,7 @@ class S3Options(BaseModel):
     )
 
 
-class ZoneConfig(BaseModel):
+class ZoneConfig(ClientTls):
     """One zone: its metastore (``thrift://host:port``, several comma-separated for failover), the
     root of its warehouse (a URI or path, as the metastore's ``hive.metastore.warehouse.dir``) and
     how to reach its S3 storage."""
@@ -124,6 +128,14 @@ class ZoneConfig(BaseModel):
     metastore: str = Field(description="thrift://host:port[,thrift://host:port...]")
     warehouse: str = Field(min_length=1, description="warehouse root URI of the zone")
     s3: S3Options = Field(default_factory=S3Options, description="S3 connection of the zone's storage")
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The client-side TLS context for this zone's metastore (None: plaintext). Raises TlsError."""
+        if not self.tls_enabled:
+            return None
+        return client_context(
+            self.tls_ca, self.tls_cert, self.tls_key, verify_hostname=self.tls_verify_hostname
+        )
 
     @field_validator("metastore")
     @classmethod
@@ -321,4 +333,6 @@ def load_replication_config(path: str | os.PathLike[str]) -> ReplicationFile:
     raw = read_yaml(path)
     if isinstance(raw.get("replication"), dict):  # the store's path is relative to the file
         raw["replication"] = anchor_paths(raw["replication"], ("store",), Path(path).parent)
+    if isinstance(raw.get("zones"), dict):  # so are the zones' TLS files
+        raw["zones"] = {k: anchor_paths(z, TLS_FILE_KEYS, Path(path).parent) for k, z in raw["zones"].items()}
     return parse_replication_config(raw, str(path))

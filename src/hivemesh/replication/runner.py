@@ -64,7 +64,7 @@ from hivemesh.hive.events import ALLOC_WRITE_ID_EVENT
 from hivemesh.hive.hms_methods import REQUEST_FORMS
 from hivemesh.hive.names import make_part_name
 from hivemesh.metastore.replay import Replayer, relocator_for
-from hivemesh.replication.config import DataMode, PolicyConfig, ReplicationFile, TargetFormat
+from hivemesh.replication.config import DataMode, PolicyConfig, ReplicationFile, TargetFormat, ZoneConfig
 from hivemesh.replication.data import DataMover, SyncResult, ZoneStorage
 from hivemesh.replication.scope import Scope, event_object
 from hivemesh.replication.state import PolicyState, ReplicationStore
@@ -186,8 +186,8 @@ class PolicyRunner:
         self.target_zone = config.zones[policy.target]
         opposite = [p for p in rc.policies if (p.source, p.target) == (policy.target, policy.source)]
         self.scope = Scope(policy, opposite)
-        self.source = self._client(policy.source, self.source_zone.metastore)
-        self.target = self._client(policy.target, self.target_zone.metastore)
+        self.source = self._client(policy.source, self.source_zone)
+        self.target = self._client(policy.target, self.target_zone)
         self.source_calls = ThriftCalls(self.source)
         self.target_calls = ThriftCalls(self.target)
         paths = policy.paths or {self.source_zone.warehouse: self.target_zone.warehouse}
@@ -222,9 +222,12 @@ class PolicyRunner:
         self._lease_renew_at = 0.0  # time.monotonic() after which the lease is renewed
         self.state = store.ensure(policy.name, policy.source, policy.target)
 
-    def _client(self, zone: str, uri: str) -> MetastoreClient:
+    def _client(self, zone: str, cfg: ZoneConfig) -> MetastoreClient:
+        uri = cfg.metastore
         try:
-            return MetastoreClient(uri, timeout_s=self.config.replication.timeout_s, retries=3)
+            return MetastoreClient(
+                uri, timeout_s=self.config.replication.timeout_s, retries=3, tls=cfg.tls_context()
+            )
         except Exception as e:
             raise ReplicationError(
                 f"policy {self.policy.name}: zone {zone!r} metastore {uri} is unreachable: {e}"

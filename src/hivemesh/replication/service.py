@@ -226,7 +226,10 @@ def status(
             zone = config.zones[getattr(policy, side)]
             try:
                 with MetastoreClient(
-                    zone.metastore, timeout_s=min(10.0, config.replication.timeout_s), retries=0
+                    zone.metastore,
+                    timeout_s=min(10.0, config.replication.timeout_s),
+                    retries=0,
+                    tls=zone.tls_context(),
                 ) as c:
                     ids[side] = c.current_notification_event_id()
             except Exception as e:

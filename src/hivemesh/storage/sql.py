@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 import sqlalchemy.pool
@@ -25,9 +26,18 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from hivemesh import __version__
 from hivemesh.config import ConfigError
+from hivemesh.errors import HivemeshError
 
-__all__ = ["SqlStore", "normalize_url"]
+__all__ = [
+    "SchemaStatus",
+    "SchemaTooNewError",
+    "SqlStore",
+    "backup_sqlite",
+    "inspect_schema",
+    "normalize_url",
+]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +58,152 @@ def normalize_url(url: str, what: str = "store") -> sa.URL:
         shown = parsed.render_as_string(hide_password=True)
         raise ConfigError(f"{what}: {shown} must start with sqlite:/// or postgresql+psycopg://")
     return parsed
+
+
+class SchemaTooNewError(HivemeshError, RuntimeError):
+    """The store's schema is at an Alembic revision this hivemesh does not know: a newer hivemesh
+    upgraded it. ``current``: that revision; ``head``: the newest one this hivemesh knows;
+    ``url``: the store (password hidden)."""
+
+    def __init__(self, url: str, current: str, head: str):
+        self.url, self.current, self.head = url, current, head
+        super().__init__(
+            f"the schema of {url} is at revision {current}, newer than this hivemesh {__version__} "
+            f"knows (head {head}): upgrade hivemesh"
+        )
+
+
+SchemaState = Literal["empty", "up to date", "needs upgrade", "newer"]
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    """Where a store's schema stands against the migrations of this hivemesh.
+
+    ``url``: the store, password hidden. ``current``: the revision in its version table (``None``:
+    no schema yet). ``head``: the newest revision this hivemesh knows. ``pending``: ``(revision,
+    first line of its docstring)`` of every migration an upgrade would apply, oldest first (empty
+    when up to date or newer).
+    """
+
+    url: str
+    current: str | None
+    head: str
+    pending: tuple[tuple[str, str], ...]
+    known: bool
+
+    @property
+    def state(self) -> SchemaState:
+        """``"empty"`` (no schema), ``"up to date"``, ``"needs upgrade"`` or ``"newer"`` (a
+        revision this hivemesh does not know)."""
+        if self.current is None:
+            return "empty"
+        if not self.known:
+            return "newer"
+        return "needs upgrade" if self.pending else "up to date"
+
+    def describe(self) -> str:
+        """The state in words, e.g. ``needs upgrade (1 migration: 0004)``."""
+        state = self.state
+        if state == "empty":
+            return "empty (no schema)"
+        if state == "newer":
+            return f"newer than this hivemesh (revision {self.current} unknown)"
+        if state == "needs upgrade":
+            n = len(self.pending)
+            revs = ", ".join(rev for rev, _ in self.pending)
+            return f"needs upgrade ({n} migration{'s' if n != 1 else ''}: {revs})"
+        return "up to date"
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: url, current, head, state, pending (``[{revision, description}]``),
+        hivemesh_version."""
+        return {
+            "url": self.url,
+            "current": self.current,
+            "head": self.head,
+            "state": self.state,
+            "pending": [{"revision": r, "description": d} for r, d in self.pending],
+            "hivemesh_version": __version__,
+        }
+
+
+def _script_directory(migrations: Path) -> ScriptDirectory:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations))
+    return ScriptDirectory.from_config(cfg)
+
+
+def _status(url: str, script: ScriptDirectory, current: str | None) -> SchemaStatus:
+    head = script.get_current_head()
+    assert head is not None, "migrations without revisions"
+    chain = list(script.walk_revisions())  # newest first
+    known = current is None or any(s.revision == current for s in chain)
+    pending: list[tuple[str, str]] = []
+    if known:
+        for s in chain:
+            if s.revision == current:
+                break
+            pending.append((s.revision, (s.doc or "").strip()))
+    return SchemaStatus(url, current, head, tuple(reversed(pending)), known)
+
+
+def inspect_schema(url: str, migrations: Path, version_table: str, what: str = "store") -> SchemaStatus:
+    """The schema status of the store at ``url`` against the Alembic scripts in ``migrations``,
+    read without writing anything (a SQLite file that does not exist is not created: ``empty``).
+
+    Raises ConfigError (naming ``what``) for a bad URL, ``sqlalchemy.exc.OperationalError`` when
+    the database cannot be reached.
+    """
+    parsed = normalize_url(url, what)
+    shown = parsed.render_as_string(hide_password=True)
+    script = _script_directory(migrations)
+    db = parsed.database
+    on_file = parsed.get_backend_name() == "sqlite" and db and db != ":memory:" and not db.startswith("file:")
+    if on_file and not Path(str(db)).exists():
+        return _status(shown, script, None)  # not created by looking
+    engine = sa.create_engine(parsed, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            current = MigrationContext.configure(
+                conn, opts={"version_table": version_table}
+            ).get_current_revision()
+    finally:
+        engine.dispose()
+    return _status(shown, script, current)
+
+
+def backup_sqlite(url: str, dest: Path, what: str = "store") -> None:
+    """Copy the SQLite store at ``url`` to the new file ``dest`` with SQLite's online backup API: a
+    consistent snapshot (committed WAL content included) taken in one read transaction, safe while
+    the store is served (writers are not blocked). ``dest`` is written beside itself first and
+    renamed into place, in rollback-journal mode so the one file is the whole backup.
+
+    Raises ConfigError for a URL that is not a SQLite file, a source file that does not exist or a
+    ``dest`` that exists; ``sqlite3.Error`` when the copy fails (``dest`` is then not created).
+    """
+    parsed = normalize_url(url, what)
+    db = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:"):
+        shown = parsed.render_as_string(hide_password=True)
+        raise ConfigError(f"{what}: {shown} is not a SQLite file (for PostgreSQL use pg_dump -Fc)")
+    if not Path(db).is_file():
+        raise ConfigError(f"{what}: {db} does not exist")
+    dest = Path(dest)
+    if dest.exists():
+        raise ConfigError(f"{dest} exists: remove it or choose another name")
+    tmp = dest.with_name(f".{dest.name}.partial")
+    tmp.unlink(missing_ok=True)
+    try:
+        with closing(sqlite3.connect(db, timeout=60)) as src, closing(sqlite3.connect(tmp)) as out:
+            src.backup(out)  # all pages in one step: one snapshot
+            out.execute("PRAGMA journal_mode=DELETE")
+            (check,) = out.execute("PRAGMA quick_check").fetchone()
+            if check != "ok":
+                raise sqlite3.DatabaseError(f"the copy fails its check: {check}")
+        tmp.replace(dest)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _sqlite_on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
@@ -75,10 +231,11 @@ class SqlStore:
     ``create_engine`` arguments (``pool_size``, ``max_overflow``, ``pool_timeout``) for a SQLite
     file and for PostgreSQL, over the defaults; ``read_isolation`` gives :meth:`read` its own
     PostgreSQL engine at that isolation level (e.g. ``"REPEATABLE READ"``, one snapshot per read;
-    SQLite transactions already read one snapshot).
+    SQLite transactions already read one snapshot). ``migrate=False`` leaves the schema as it is
+    (call :meth:`upgrade`).
 
-    Raises ConfigError for a bad URL and ``sqlalchemy.exc.OperationalError`` when the database
-    cannot be reached.
+    Raises ConfigError for a bad URL, ``sqlalchemy.exc.OperationalError`` when the database
+    cannot be reached and SchemaTooNewError when its schema is newer than these migrations.
     """
 
     def __init__(
@@ -93,6 +250,7 @@ class SqlStore:
         sqlite_pool: Mapping[str, Any] | None = None,
         postgresql_pool: Mapping[str, Any] | None = None,
         read_isolation: str | None = None,
+        migrate: bool = True,
     ):
         self.url = normalize_url(url, what)
         self.dialect = self.url.get_backend_name()
@@ -132,29 +290,50 @@ class SqlStore:
             self.read_engine = self.engine
             if read_isolation is not None:
                 self.read_engine = sa.create_engine(self.url, isolation_level=read_isolation, **options)
-        self.upgrade()
+        if migrate:
+            self.upgrade()
 
     @property
     def display_url(self) -> str:
         """The URL with any password hidden."""
         return self.url.render_as_string(hide_password=True)
 
-    def upgrade(self) -> None:
+    def upgrade(self, on_applied: Callable[[str, str], None] | None = None) -> SchemaStatus:
         """Bring the schema to the newest revision (Alembic ``upgrade head``) in one transaction
-        that concurrent processes opening the same store wait for."""
+        that concurrent processes opening the same store wait for; returns the status found before
+        (its ``pending``: the migrations applied).
+
+        ``on_applied(revision, description)`` is called after each migration runs (inside the
+        transaction; an environment that passes ``config.attributes["on_version_apply"]`` on to
+        Alembic is needed). Raises SchemaTooNewError, changing nothing, when the store is at a
+        revision these migrations do not know.
+        """
         cfg = Config()
         cfg.set_main_option("script_location", str(self.migrations))
+        script = ScriptDirectory.from_config(cfg)
         with self.write() as conn:
             if self.dialect == "postgresql":
                 conn.execute(sa.select(sa.func.pg_advisory_xact_lock(self._advisory_lock)))
             context = MigrationContext.configure(conn, opts={"version_table": self.version_table})
-            current = context.get_current_revision()
-            head = ScriptDirectory.from_config(cfg).get_current_head()
-            if current != head:
-                log.info("upgrading %s schema from %s to %s", self.version_table, current, head)
+            status = _status(self.display_url, script, context.get_current_revision())
+            if status.state == "newer":
+                assert status.current is not None
+                raise SchemaTooNewError(status.url, status.current, status.head)
+            if status.pending:
+                log.info(
+                    "upgrading %s schema from %s to %s (%s)", self.version_table, status.current,
+                    status.head, ", ".join(rev for rev, _ in status.pending),
+                )  # fmt: skip
                 cfg.attributes["connection"] = conn
                 cfg.attributes["version_table"] = self.version_table
+                if on_applied is not None:
+
+                    def _applied(*, step: Any, **_: Any) -> None:
+                        on_applied(step.up_revision_id, (step.up_revision.doc or "").strip())
+
+                    cfg.attributes["on_version_apply"] = [_applied]
                 command.upgrade(cfg, "head")
+        return status
 
     @contextmanager
     def write(self) -> Iterator[sa.Connection]:

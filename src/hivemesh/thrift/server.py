@@ -13,6 +13,7 @@ import errno
 import gc
 import logging
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,7 +24,9 @@ from thrift.protocol import TBinaryProtocol, TCompactProtocol
 from thrift.transport import TTransport
 from thrift.transport.TTransport import TTransportException
 
+from hivemesh.kerberos import KerberosAcceptor, SaslError, short_name
 from hivemesh.thrift.processor import HMSProcessor
+from hivemesh.tls import HANDSHAKE_TIMEOUT_S
 
 log = logging.getLogger("hivemesh.thrift.server")
 
@@ -34,6 +37,8 @@ class ConnectionState:
 
     peer: str = ""
     user: str | None = None
+    principal: str | None = None  # the Kerberos principal the connection authenticated as
+    may_impersonate: bool = False  # a Kerberos proxy user: its set_ugi and request users are trusted
     groups: list[str] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)  # per-connection state of the handler
     on_close: list[Any] = field(default_factory=list)  # callables run when the connection ends
@@ -194,7 +199,13 @@ class ThriftServer:
     """Serves an :class:`HMSProcessor` on a TCP port.
 
     ``port=0`` picks a free port (read ``port`` after :meth:`listen`). ``max_message_bytes`` caps
-    strings and containers in a message (Java HMS default: 100 MB).
+    strings and containers in a message (Java HMS default: 100 MB). ``tls``: a server-side
+    ``ssl.SSLContext`` (:func:`hivemesh.tls.server_context`) makes every connection TLS, as
+    ``hive.metastore.use.SSL`` does; the handshake runs on the connection's own thread and a client
+    that does not finish it within :data:`hivemesh.tls.HANDSHAKE_TIMEOUT_S` is dropped.
+    ``kerberos`` (:class:`hivemesh.kerberos.KerberosAcceptor`) requires every client to
+    authenticate with SASL GSSAPI first (``hive.metastore.sasl.enabled``; inside TLS when both are
+    on); the principal becomes the connection's user, and messages then travel in SASL frames.
     """
 
     def __init__(
@@ -205,8 +216,12 @@ class ThriftServer:
         framed: bool = False,
         compact: bool = False,
         max_message_bytes: int = 100 * 1024 * 1024,
+        tls: ssl.SSLContext | None = None,
+        kerberos: KerberosAcceptor | None = None,
     ):
         self.processor = processor
+        self.tls = tls
+        self.kerberos = kerberos
         self.host = host
         self.port = port
         self.framed = framed
@@ -269,14 +284,62 @@ class ThriftServer:
                     pass
                 time.sleep(0.05)
 
+    def _handshake(self, client: socket.socket, addr: tuple[Any, ...]) -> socket.socket | None:
+        """``client`` wrapped in TLS (None, closed, when the handshake fails: logged with the peer)."""
+        assert self.tls is not None
+        try:
+            client.settimeout(HANDSHAKE_TIMEOUT_S)
+            wrapped = self.tls.wrap_socket(client, server_side=True)
+            wrapped.settimeout(None)
+            return wrapped
+        except (ssl.SSLError, OSError) as e:
+            # a plaintext Thrift client, a client not trusting our certificate, a port scanner
+            reason = getattr(e, "reason", None) or e
+            log.warning("TLS handshake with %s:%s failed: %s", addr[0], addr[1], reason)
+            try:
+                client.close()
+            except OSError:
+                pass
+            return None
+
+    def _authenticate(self, client: socket.socket, addr: tuple[Any, ...]) -> str | None:
+        """The client's Kerberos principal (None, connection closed, when it does not authenticate)."""
+        assert self.kerberos is not None
+        try:
+            client.settimeout(HANDSHAKE_TIMEOUT_S)
+            principal = self.kerberos.negotiate(client)
+            client.settimeout(None)
+            return principal
+        except (SaslError, OSError) as e:
+            log.warning("Kerberos authentication of %s:%s failed: %s", addr[0], addr[1], e)
+            try:
+                client.close()
+            except OSError:
+                pass
+            return None
+
     def _serve_client(self, client: socket.socket, addr: tuple[Any, ...]) -> None:
+        if self.tls is not None:
+            wrapped = self._handshake(client, addr)
+            if wrapped is None:
+                return
+            client = wrapped
+        principal = None
+        if self.kerberos is not None:
+            principal = self._authenticate(client, addr)
+            if principal is None:
+                return
         with self._lock:
             self._clients.add(client)
             self.active_connections += 1
         _local.state = ConnectionState(peer=f"{addr[0]}:{addr[1]}")
+        if principal is not None:
+            _local.state.principal = principal
+            _local.state.user = short_name(principal)
+            _local.state.may_impersonate = _local.state.user in self.kerberos.proxy_users  # type: ignore[union-attr]
         sock = _SocketTransport(client)
         trans: Any = sock
-        if self.framed:
+        if self.framed or principal is not None:  # SASL frames are framed-transport frames
             frame_limit = min(self.max_message_bytes, TTransport.HARD_MAX_FRAME_SIZE)
             trans = TTransport.TFramedTransport(trans, max_frame_size=frame_limit)
         iprot = self._proto.getProtocol(trans)

@@ -44,6 +44,13 @@ class DirectCatalog:
         """What the member is, for messages."""
         return self._description
 
+    @property
+    def error_label(self) -> str | None:
+        """How the target's own error messages begin (a Glue catalog's ``glue catalog 'x'
+        (endpoint)``), so messages that name the member already can leave it out; None if unknown."""
+        label = getattr(self.target, "error_label", None)
+        return label if isinstance(label, str) else None
+
     def connect(self) -> _DirectConnection:
         """A connection object over :meth:`call` (in-process calls need none; for the protocol)."""
         return _DirectConnection(self)

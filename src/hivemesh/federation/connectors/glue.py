@@ -324,6 +324,11 @@ class GlueCatalog:
     def _where(self) -> str:
         return self.endpoint_url or f"region {self.region}"
 
+    @property
+    def error_label(self) -> str:
+        """``glue catalog 'name' (endpoint)``: how the MetaExceptions of failed Glue calls begin."""
+        return f"glue catalog {self.name!r} ({self._where()})"
+
     def _call(self, op: str, **kwargs: Any) -> dict[str, Any]:
         """One Glue call by its API name (``GetTable``); raises _EntityNotFound or MetaException."""
         from botocore.exceptions import BotoCoreError, ClientError  # heavy: loaded with the client (above)
@@ -338,13 +343,9 @@ class GlueCatalog:
             code, message = err.get("Code") or "Unknown", err.get("Message") or str(e)
             if code == "EntityNotFoundException":
                 raise _EntityNotFound(message) from e
-            raise MetaException(
-                f"glue catalog {self.name!r} ({self._where()}): {op} failed: {code}: {message}"
-            ) from e
+            raise MetaException(f"{self.error_label}: {op} failed: {code}: {message}") from e
         except BotoCoreError as e:
-            raise MetaException(
-                f"glue catalog {self.name!r} ({self._where()}): {op} failed: {type(e).__name__}: {e}"
-            ) from e
+            raise MetaException(f"{self.error_label}: {op} failed: {type(e).__name__}: {e}") from e
 
     def _page(self, op: str) -> int:
         cap = _MAX_PAGE[op]
@@ -362,7 +363,7 @@ class GlueCatalog:
             if not token:
                 return
             if token in seen:
-                raise MetaException(f"glue catalog {self.name!r}: {op} returned the same NextToken twice")
+                raise MetaException(f"{self.error_label}: {op} returned the same NextToken twice")
             seen.add(token)
 
     @staticmethod
@@ -691,7 +692,7 @@ class GlueCatalog:
                     break
                 if attempt == _UNPROCESSED_ROUNDS:
                     raise MetaException(
-                        f"glue catalog {self.name!r}: BatchGetPartition left {len(batch)} partition(s) of "
+                        f"{self.error_label}: BatchGetPartition left {len(batch)} partition(s) of "
                         f"{db}.{tbl} unprocessed after {_UNPROCESSED_ROUNDS} retries"
                     )
                 time.sleep(min(0.05 * 2**attempt, 1.0))
@@ -761,9 +762,7 @@ class GlueCatalog:
         try:
             self._call("GetDatabases", MaxResults=1)
         except _EntityNotFound as e:  # not expected from GetDatabases; still a failure
-            raise MetaException(
-                f"glue catalog {self.name!r} ({self._where()}): GetDatabases failed: {e}"
-            ) from e
+            raise MetaException(f"{self.error_label}: GetDatabases failed: {e}") from e
 
 
 def _first(pair: tuple[str, Any]) -> str:

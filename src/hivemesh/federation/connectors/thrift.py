@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import select
 import socket
+import ssl
 from collections.abc import Sequence
 from io import BytesIO
 from typing import Any
@@ -21,7 +22,8 @@ from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
-from hivemesh.client.metastore import TRANSPORT_ERRORS, parse_uris
+from hivemesh.client.metastore import TRANSPORT_ERRORS, open_transport, parse_uris
+from hivemesh.kerberos import KerberosInitiator
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +163,11 @@ class ThriftCatalog:
 
     ``connect_timeout_s`` bounds opening a connection; ``call_timeout_s`` is the socket timeout of
     calls. ``tunnel`` (an :class:`~hivemesh.federation.connectors.ssh.SshTunnel`) carries the
-    connections: its ``forward(host, port)`` gives the local address to dial for a URI.
+    connections: its ``forward(host, port)`` gives the local address to dial for a URI. ``tls``
+    (a client-side ``ssl.SSLContext``) makes the connections TLS (through the tunnel too; the
+    certificate's name is checked against the URI's host, not the tunnel's local address).
+    ``kerberos`` (:class:`hivemesh.kerberos.KerberosInitiator`) authenticates each connection
+    with SASL GSSAPI to the service principal of the URI's host.
     """
 
     kind = "thrift"
@@ -175,6 +181,8 @@ class ThriftCatalog:
         framed: bool = False,
         compact: bool = False,
         tunnel: Any = None,
+        tls: ssl.SSLContext | None = None,
+        kerberos: KerberosInitiator | None = None,
     ):
         self.uris = list(uris)
         self.endpoints = [ep for uri in self.uris for ep in parse_uris(uri)]
@@ -185,10 +193,15 @@ class ThriftCatalog:
         self.framed = framed
         self.compact = compact
         self.tunnel = tunnel
+        self.tls = tls
+        self.kerberos = kerberos
 
     def describe(self) -> str:
         """The URIs (and the SSH route), for messages."""
-        uris = ",".join(self.uris)
+        secured = [
+            w for w, on in (("TLS", self.tls is not None), ("Kerberos", self.kerberos is not None)) if on
+        ]
+        uris = ",".join(self.uris) + (f" ({', '.join(secured)})" if secured else "")
         return f"{uris} via ssh {self.tunnel.route}" if self.tunnel is not None else uris
 
     @property
@@ -199,7 +212,7 @@ class ThriftCatalog:
     @property
     def relays(self) -> bool:
         """True when replies can be relayed as bytes: unframed binary Thrift."""
-        return not self.framed and not self.compact
+        return not self.framed and not self.compact and self.kerberos is None
 
     def connect(self) -> Connection:
         """Open a connection to the first endpoint that answers. Raises the last transport error."""
@@ -207,9 +220,16 @@ class ThriftCatalog:
         for host, port in self.endpoints:
             try:
                 dial_host, dial_port = self.tunnel.forward(host, port) if self.tunnel else (host, port)
-                sock = TSocket.TSocket(dial_host, dial_port)
-                sock.setTimeout(int(self.connect_timeout_s * 1000))
-                sock.open()
+                sock, transport = open_transport(
+                    dial_host,
+                    dial_port,
+                    self.connect_timeout_s,
+                    tls=self.tls,
+                    kerberos=self.kerberos,
+                    framed=self.framed,
+                    server_hostname=host,
+                    read_buffer=READ_BUFFER,
+                )
             except TRANSPORT_ERRORS as e:
                 last = e
                 continue
@@ -221,11 +241,6 @@ class ThriftCatalog:
                 handle.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             timeout_ms = int(self.call_timeout_s * 1000)
             sock.setTimeout(timeout_ms)
-            transport: Any = (
-                TTransport.TFramedTransport(sock)
-                if self.framed
-                else TTransport.TBufferedTransport(sock, rbuf_size=READ_BUFFER)
-            )
             protocol = (
                 TCompactProtocol.TCompactProtocolAccelerated(transport)
                 if self.compact

@@ -245,8 +245,8 @@ class DeltaPolicyRunner:
         self.target_zone = config.zones[policy.target]
         opposite = [p for p in rc.policies if (p.source, p.target) == (policy.target, policy.source)]
         self.scope = Scope(policy, opposite)
-        self.source = self._client(policy.source, self.source_zone.metastore)
-        self.target = self._client(policy.target, self.target_zone.metastore)
+        self.source = self._client(policy.source, self.source_zone)
+        self.target = self._client(policy.target, self.target_zone)
         self.source_calls = ThriftCalls(self.source)
         self.target_calls = ThriftCalls(self.target)
         paths = policy.paths or {self.source_zone.warehouse: self.target_zone.warehouse}
@@ -270,9 +270,12 @@ class DeltaPolicyRunner:
         self.last_syncs: list[ReplicaSync] = []
         self.state = store.ensure(policy.name, policy.source, policy.target)
 
-    def _client(self, zone: str, uri: str) -> MetastoreClient:
+    def _client(self, zone: str, cfg: ZoneConfig) -> MetastoreClient:
+        uri = cfg.metastore
         try:
-            return MetastoreClient(uri, timeout_s=self.config.replication.timeout_s, retries=3)
+            return MetastoreClient(
+                uri, timeout_s=self.config.replication.timeout_s, retries=3, tls=cfg.tls_context()
+            )
         except Exception as e:
             raise ReplicationError(
                 f"policy {self.policy.name}: zone {zone!r} metastore {uri} is unreachable: {e}"
