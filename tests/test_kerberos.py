@@ -11,6 +11,7 @@ Kerberized member as a proxy user; and Spark's own Hive 2.3 client configured as
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -191,9 +192,11 @@ def krb_proxy(
 
 
 def test_proxy_serves_kerberos_and_authenticates_to_its_member(
-    krb_proxy: ProxyService, krb_metastore: MetastoreService
+    krb_proxy: ProxyService, krb_metastore: MetastoreService, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="hivemesh.audit")
     with _client(krb_proxy.uri, KerberosInitiator(SERVICE), user="mallory") as c:
+        c.raw.set_ugi("mallory", [])  # claims another name: the audit still says alice
         c.raw.create_database(Database(name="via_krb_proxy"))
         assert "via_krb_proxy" in c.raw.get_all_databases()
         with c.transaction(heartbeat=False) as txn:
@@ -201,6 +204,10 @@ def test_proxy_serves_kerberos_and_authenticates_to_its_member(
             with _client(krb_metastore.uri, KerberosInitiator(SERVICE)) as direct:
                 infos = {t.id: t for t in direct.raw.get_open_txns_info().open_txns}
             assert infos[txn.txn_id].user == "alice"
+    audit = [r.getMessage() for r in caplog.records if r.name == "hivemesh.audit"]
+    created = [line for line in audit if "method=create_database" in line]
+    assert created and all(line.startswith("user=alice ") for line in created), audit
+    assert not any("user=mallory" in line for line in audit)
     with pytest.raises(TRANSPORT_ERRORS):
         _client(krb_proxy.uri, None).raw.get_all_databases()
     ok, details = krb_proxy.health()
@@ -233,3 +240,64 @@ def test_spark_hive_client_with_sasl_enabled(
     with _client(krb_metastore.uri, KerberosInitiator(SERVICE)) as c:  # a server refusing all but SASL
         assert c.raw.get_table("spark_krb_metastore", "t").sd.cols[0].name == "id"
         assert c.raw.get_table("spark_krb_proxy", "t").sd.cols[0].name == "id"
+
+
+def test_replication_between_kerberized_zones(
+    krb_metastore: MetastoreService, realm: SimpleNamespace, tmp_path: Path
+) -> None:
+    """A policy whose zones require Kerberos: the replicator is bob (keytab, relative to
+    mesh.yaml) towards the source and alice (ticket cache) towards the target."""
+    from hivemesh.replication.config import load_replication_config
+    from hivemesh.replication.service import run_once
+    from hivemesh.replication.state import ReplicationStore
+
+    target = _metastore(tmp_path / "b", realm)
+    try:
+        with _client(krb_metastore.uri, KerberosInitiator(SERVICE)) as c:
+            c.raw.create_database(
+                Database(name="repl_krb", locationUri=str(tmp_path / "wh-a" / "repl_krb.db"))
+            )
+        (tmp_path / "bob.keytab").write_bytes(realm.bob_keytab.read_bytes())
+        zones = {
+            "a": {
+                "metastore": krb_metastore.uri,
+                "warehouse": str(tmp_path / "wh-a"),
+                "kerberos_principal": SERVICE,
+                "kerberos_client_principal": f"bob@{REALM}",
+                "kerberos_client_keytab": "bob.keytab",
+            },
+            "b": {
+                "metastore": target.uri,
+                "warehouse": str(tmp_path / "wh-b"),
+                "kerberos_principal": SERVICE,
+            },
+        }
+        mesh = tmp_path / "mesh.yaml"
+        policy = {"name": "p", "source": "a", "target": "b", "databases": ["repl_krb"]}
+        mesh.write_text(
+            yaml.safe_dump(
+                {"zones": zones, "replication": {"store": "sqlite:///repl.db", "policies": [policy]}}
+            )
+        )
+
+        def once() -> dict[str, str]:
+            config = load_replication_config(mesh)
+            store = ReplicationStore(config.replication.store)
+            try:
+                return run_once(config, store)
+            finally:
+                store.dispose()
+
+        assert once() == {}
+        with _client(target.uri, KerberosInitiator(SERVICE)) as c:
+            assert c.raw.get_database("repl_krb").name == "repl_krb"  # the target is a fresh metastore
+        del zones["b"]["kerberos_principal"]  # a zone that requires Kerberos, reached without it
+        mesh.write_text(
+            yaml.safe_dump(
+                {"zones": zones, "replication": {"store": "sqlite:///repl.db", "policies": [policy]}}
+            )
+        )
+        failures = once()
+        assert "zone 'b'" in failures["p"] and "unreachable" in failures["p"]
+    finally:
+        target.stop()

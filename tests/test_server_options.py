@@ -176,6 +176,8 @@ def test_missing_or_invalid_request_fields_get_hives_answers(hms: ThriftHiveMeta
         ColumnStatisticsDesc,
         ColumnStatisticsObj,
         CommitTxnRequest,
+        CreateTableRequest,
+        InvalidObjectException,
         LockComponent,
         LockRequest,
         MetaException,
@@ -206,6 +208,8 @@ def test_missing_or_invalid_request_fields_get_hives_answers(hms: ThriftHiveMeta
         hms.create_database(None)
     with pytest.raises(MetaException, match=r"tbl \(Table\): missing"):
         hms.create_table(None)
+    with pytest.raises(InvalidObjectException, match="CreateTableRequest has no table"):
+        hms.create_table_req(CreateTableRequest())
     no_data = ColumnStatistics(
         statsDesc=ColumnStatisticsDesc(isTblLevel=True, dbName="default", tableName="t"),
         statsObj=[ColumnStatisticsObj(colName="a", colType="int")],

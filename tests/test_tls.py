@@ -291,3 +291,18 @@ def test_replication_between_tls_zones(tmp_path: Path, pki: Pki, tls_metastore: 
         assert "certificate verify failed" in failures["p"]
     finally:
         target.stop()
+
+
+def test_acid_cli_reaches_a_tls_metastore(tls_metastore: MetastoreService, pki: Pki) -> None:
+    """``hivemesh acid files`` with ``--tls-ca`` talks to the TLS metastore (which answers that the
+    table does not exist); without it the handshake fails, reported in one line."""
+    from click.testing import CliRunner
+
+    from hivemesh.cli import main
+
+    runner = CliRunner()
+    args = ["acid", "files", "nodb.t", "--metastore-uri", tls_metastore.uri]
+    r = runner.invoke(main, [*args, "--tls-ca", str(pki.ca)])
+    assert r.exit_code == 1 and "nodb" in r.output and "Traceback" not in r.output, r.output
+    r = runner.invoke(main, args)
+    assert r.exit_code == 1 and "cannot reach the metastore" in r.output, r.output

@@ -36,6 +36,8 @@ from hivemesh.acid.tables import split_name, table_locations
 from hivemesh.client.metastore import MetastoreClient, lock_component
 from hivemesh.errors import HivemeshError
 from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
+from hivemesh.kerberos import KerberosError, KerberosInitiator
+from hivemesh.tls import TlsError, client_context
 
 
 @dataclass
@@ -56,6 +58,8 @@ def _targets(
     metastore_uri: str | None,
     partition_filter: str | None,
     insert_only: bool,
+    tls_ca: str | None = None,
+    kerberos_principal: str | None = None,
 ) -> Iterator[list[_Target]]:
     if (table is None) == (path is None):
         raise click.UsageError("give a TABLE (with --metastore-uri) or --path (with --write-ids)")
@@ -65,7 +69,9 @@ def _targets(
     assert table is not None
     if not metastore_uri:
         raise click.UsageError("TABLE needs --metastore-uri thrift://host:port")
-    with _table_targets(table, metastore_uri, partition_filter) as targets:
+    with _table_targets(
+        table, _client(metastore_uri, tls_ca, kerberos_principal), partition_filter
+    ) as targets:
         yield targets
 
 
@@ -83,14 +89,25 @@ def _path_target(path: str, write_ids: str | None, txns: str | None, insert_only
     return _Target(path, path, wids, vtl, None if not insert_only else TableLayout((), insert_only=True))
 
 
-@contextmanager
-def _table_targets(table: str, metastore_uri: str, partition_filter: str | None) -> Iterator[list[_Target]]:
-    """A table's locations read in a read-only txn of the metastore (open while the caller reads)."""
-    db, name = split_name(table)
+def _client(metastore_uri: str, tls_ca: str | None, kerberos_principal: str | None) -> MetastoreClient:
+    """A connected client: over TLS trusting ``tls_ca``, with Kerberos (the ticket cache) to the
+    service ``kerberos_principal``, when given. Raises ClickException with the reason."""
     try:
-        client = MetastoreClient(metastore_uri)
+        tls = client_context(tls_ca) if tls_ca else None
+        kerberos = KerberosInitiator(kerberos_principal) if kerberos_principal else None
+        return MetastoreClient(metastore_uri, tls=tls, kerberos=kerberos)
+    except (TlsError, KerberosError) as e:
+        raise click.ClickException(str(e)) from None
     except TTransportException as e:
         raise click.ClickException(f"cannot reach the metastore at {metastore_uri}: {e}") from None
+
+
+@contextmanager
+def _table_targets(
+    table: str, client: MetastoreClient, partition_filter: str | None
+) -> Iterator[list[_Target]]:
+    """A table's locations read in a read-only txn of the metastore (open while the caller reads)."""
+    db, name = split_name(table)
     with client:
         tbl = client.call("get_table", db, name, idempotent=True)
         try:
@@ -128,6 +145,14 @@ _common = [
         "--txns", help="ValidTxnList for --path (checks _v<txn> visibility), e.g. '12:9223372036854775807::'."
     ),
     click.option("--metastore-uri", envvar="HIVEMESH_METASTORE_URI", help="thrift://host:port for TABLE."),
+    click.option(
+        "--tls-ca", metavar="PEM", help="The metastore serves TLS: the CA bundle that signed its certificate."
+    ),
+    click.option(
+        "--kerberos-principal",
+        metavar="PRINCIPAL",
+        help="The metastore requires Kerberos: its principal, e.g. hive/_HOST@EXAMPLE.COM (ticket from kinit).",
+    ),
     click.option("--partition-filter", help="Hive partition filter for TABLE, e.g. \"ds >= '2024-01-01'\"."),
     click.option("--insert-only", is_flag=True, help="--path holds an insert-only (MM) table."),
 ]

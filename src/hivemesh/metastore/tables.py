@@ -267,7 +267,10 @@ class TableMixin(CatalogBase):
         self.create_table(tbl, env_props(environment_context))
 
     def create_table_req(self, request: Any) -> None:
-        """Hive 4 CreateTableRequest form of :meth:`create_table` (constraints are not kept)."""
+        """Hive 4 CreateTableRequest form of :meth:`create_table` (constraints are not kept).
+        Raises InvalidObjectException for a request without its table (a required field)."""
+        if request.table is None:
+            raise InvalidObjectException("CreateTableRequest has no table")
         self.create_table(request.table, env_props(request.envContext))
 
     # ---------------------------------------------------------------- get

@@ -53,6 +53,7 @@ from hivemesh.config import (
     lower_enum,
     read_yaml,
 )
+from hivemesh.kerberos import KerberosInitiator
 from hivemesh.storage.sql import normalize_url
 from hivemesh.tls import client_context
 
@@ -128,6 +129,27 @@ class ZoneConfig(ClientTls):
     metastore: str = Field(description="thrift://host:port[,thrift://host:port...]")
     warehouse: str = Field(min_length=1, description="warehouse root URI of the zone")
     s3: S3Options = Field(default_factory=S3Options, description="S3 connection of the zone's storage")
+
+    kerberos_principal: str | None = Field(
+        None,
+        description="the zone metastore's hive.metastore.kerberos.principal (hive/_HOST@REALM, _HOST: "
+        "the URI's host): the replicator authenticates with Kerberos",
+    )
+    kerberos_client_principal: str | None = Field(
+        None, description="the replicator's own principal towards this zone (unset: the ticket cache's)"
+    )
+    kerberos_client_keytab: str | None = Field(
+        None, description="keytab of kerberos_client_principal (unset: the ticket cache, kinit)"
+    )
+
+    def kerberos_initiator(self) -> KerberosInitiator | None:
+        """The Kerberos client side for this zone's metastore (None: no Kerberos). Raises
+        KerberosError when the replicator has no credentials."""
+        if not self.kerberos_principal:
+            return None
+        return KerberosInitiator(
+            self.kerberos_principal, self.kerberos_client_principal, self.kerberos_client_keytab
+        )
 
     def tls_context(self) -> ssl.SSLContext | None:
         """The client-side TLS context for this zone's metastore (None: plaintext). Raises TlsError."""
@@ -333,6 +355,7 @@ def load_replication_config(path: str | os.PathLike[str]) -> ReplicationFile:
     raw = read_yaml(path)
     if isinstance(raw.get("replication"), dict):  # the store's path is relative to the file
         raw["replication"] = anchor_paths(raw["replication"], ("store",), Path(path).parent)
-    if isinstance(raw.get("zones"), dict):  # so are the zones' TLS files
-        raw["zones"] = {k: anchor_paths(z, TLS_FILE_KEYS, Path(path).parent) for k, z in raw["zones"].items()}
+    if isinstance(raw.get("zones"), dict):  # so are the zones' TLS and keytab files
+        keys = (*TLS_FILE_KEYS, "kerberos_client_keytab")
+        raw["zones"] = {k: anchor_paths(z, keys, Path(path).parent) for k, z in raw["zones"].items()}
     return parse_replication_config(raw, str(path))

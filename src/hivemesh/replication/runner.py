@@ -226,7 +226,11 @@ class PolicyRunner:
         uri = cfg.metastore
         try:
             return MetastoreClient(
-                uri, timeout_s=self.config.replication.timeout_s, retries=3, tls=cfg.tls_context()
+                uri,
+                timeout_s=self.config.replication.timeout_s,
+                retries=3,
+                tls=cfg.tls_context(),
+                kerberos=cfg.kerberos_initiator(),
             )
         except Exception as e:
             raise ReplicationError(

@@ -230,6 +230,7 @@ def status(
                     timeout_s=min(10.0, config.replication.timeout_s),
                     retries=0,
                     tls=zone.tls_context(),
+                    kerberos=zone.kerberos_initiator(),
                 ) as c:
                     ids[side] = c.current_notification_event_id()
             except Exception as e:
