@@ -79,6 +79,12 @@ def main() -> None:
     help="A root under which client-given locations may be (repeatable; the warehouse always is); "
     "others are refused.  [default: anywhere]",
 )
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Processes serving the port.  [default: the CPU count on PostgreSQL, 1 on SQLite]",
+)
 @click.option("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR.  [default: INFO]")
 @click.option("--log-format", default=None, help="text, or json (one object per log line).  [default: text]")
 @click.option("--framed/--unframed", default=None, help="Framed Thrift transport.  [default: unframed]")
@@ -160,9 +166,9 @@ def metastore(ctx: click.Context, config_path: str | None, **opts: object) -> No
     except ConfigError as e:
         raise click.ClickException(str(e)) from e
     _setup_logging(cfg.log_level, cfg.log_format)
-    from hivemesh.metastore.service import run_forever
+    from hivemesh.metastore.workers import serve
 
-    sys.exit(run_forever(cfg))
+    sys.exit(serve(cfg))
 
 
 metastore.add_command(metastore_schema)

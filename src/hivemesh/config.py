@@ -109,6 +109,13 @@ class MetastoreConfig(ServerSecurity):
         "the warehouse always is); a location elsewhere is refused with MetaException. Default: anywhere",
     )
 
+    workers: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="processes serving the port (one listening socket, the kernel spreading "
+        "connections); unset: the CPU count on PostgreSQL, 1 on SQLite (whose writers queue anyway)",
+    )
     log_level: LogLevel = "INFO"
     log_format: LogFormat = Field(
         "text", description="log lines on stderr: text, or json (one object per line)"
@@ -150,6 +157,13 @@ class MetastoreConfig(ServerSecurity):
         ge=0,
         description="how long notification events are kept, seconds (never ahead of a reader)",
     )
+
+    @property
+    def effective_workers(self) -> int:
+        """``workers``, or its default: the CPU count on PostgreSQL, 1 on SQLite."""
+        if self.workers is not None:
+            return self.workers
+        return 1 if self.db.startswith("sqlite:") else max(1, os.cpu_count() or 1)
 
     @field_validator("db")
     @classmethod

@@ -103,6 +103,8 @@ class HivemeshProcess(ManagedProcess):
             "--host", self.host, "--port", str(self.port),
             "--db", self.db_url, "--warehouse", str(self.warehouse),
             "--log-level", os.environ.get("HIVEMESH_TEST_LOG_LEVEL", "WARNING"),
+            # one process unless a test asks for more: kill() and restarts on the same port stay simple
+            *([] if "--workers" in self.extra_args else ["--workers", "1"]),
             *self.extra_args,
         ]  # fmt: skip
         logf = open(self.log, "a", encoding="utf-8")  # noqa: SIM115 - closed with the process

@@ -18,6 +18,9 @@ from hivemesh.metastore.handler import LocalMetastore
 
 log = logging.getLogger(__name__)
 
+HOUSEKEEPING_LOCK = 0x68697665_6D657368 & 0x7FFFFFFFFFFFFFFF
+"""PostgreSQL advisory lock key of a housekeeping pass ("hivemesh" in ASCII, as a positive bigint)."""
+
 
 class Housekeeper:
     """Runs :meth:`run_once` on a daemon thread every ``interval_s`` seconds until :meth:`stop`.
@@ -37,9 +40,22 @@ class Housekeeper:
         self._thread: threading.Thread | None = None
 
     def run_once(self) -> dict[str, int]:
-        """One pass; returns how many txns were aborted, locks expired, txns and events purged."""
-        h = self.handler
+        """One pass; returns how many txns were aborted, locks expired, txns and events purged.
+        When another process on the same store is in its pass (several metastore processes on one
+        PostgreSQL database), this one skips its turn and returns zeros."""
         done = {"aborted_txns": 0, "expired_locks": 0, "purged_txns": 0, "purged_events": 0}
+        try:
+            with self.handler.store.exclusive(HOUSEKEEPING_LOCK) as mine:
+                if not mine:
+                    log.debug("housekeeping: another metastore process on this store is at it; skipped")
+                    return done
+                return self._pass(done)
+        except Exception:
+            log.exception("housekeeping could not take its turn; retrying at the next run")
+            return done
+
+    def _pass(self, done: dict[str, int]) -> dict[str, int]:
+        h = self.handler
         steps = (
             ("aborted_txns", lambda: len(h.abort_timed_out_txns(should_stop=self._stop.is_set))),
             ("expired_locks", self._expire_locks),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import threading
 import time
 from types import FrameType
@@ -43,8 +44,10 @@ class MetastoreService:
     knows, metrics port taken) or OSError (Thrift port in use).
     """
 
-    def __init__(self, cfg: MetastoreConfig):
+    def __init__(self, cfg: MetastoreConfig, sock: socket.socket | None = None, worker: int | None = None):
         self.cfg = cfg
+        self.listening_socket = sock  # shared by the worker processes of `workers`
+        self.worker = worker
         self.store: Store | None = None
         self.handler: LocalMetastore | None = None
         self.server: ThriftServer | None = None
@@ -54,6 +57,16 @@ class MetastoreService:
         self.http: MetricsHttpServer | None = None
         self.started_ms: int | None = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def own_metrics_port(self) -> int:
+        """The metrics port of this process: ``metrics_port``, plus the worker's number for the
+        worker processes of ``workers`` (worker 0 on ``metrics_port``, 1 on the next, ...; 0 stays
+        0: any free port)."""
+        assert self.cfg.metrics_port is not None
+        if self.cfg.metrics_port == 0 or not self.worker:
+            return self.cfg.metrics_port
+        return self.cfg.metrics_port + self.worker
 
     @property
     def uri(self) -> str:
@@ -113,7 +126,7 @@ class MetastoreService:
             tls=tls,
             kerberos=kerberos,
         )
-        self.server.listen()
+        self.server.listen(self.listening_socket)
         server = self.server
         self.metrics.connections.set_function(lambda: server.active_connections)
         if self.cfg.metrics_port is not None:
@@ -121,11 +134,11 @@ class MetastoreService:
                 self.http = MetricsHttpServer(
                     self.metrics.registry, self.health, name="metastore-http", tls=tls
                 )
-                self.metrics_port = self.http.serve(self.cfg.metrics_port, self.cfg.host)
+                self.metrics_port = self.http.serve(self.own_metrics_port, self.cfg.host)
             except OSError as e:
                 self.server.stop()
                 raise StartupError(
-                    f"cannot serve metrics on {self.cfg.host}:{self.cfg.metrics_port}: {e.strerror or e}"
+                    f"cannot serve metrics on {self.cfg.host}:{self.own_metrics_port}: {e.strerror or e}"
                 ) from e
         self.started_ms = now_ms()
         self._thread = threading.Thread(target=self.server.serve_forever, name="hms-accept", daemon=True)
@@ -141,6 +154,8 @@ class MetastoreService:
         """``/health``: ``(ok, details)``: serving, and the metadata store answering a query
         (``SELECT 1``, its time in ms); not ok (HTTP 503) when the store does not answer."""
         details: dict[str, Any] = {"service": "metastore", "uri": self.uri if self.server else None}
+        if self.worker is not None:
+            details["worker"] = self.worker
         if self.started_ms is not None:
             details["uptime_s"] = round((now_ms() - self.started_ms) / 1000, 1)
         if self.server is not None:

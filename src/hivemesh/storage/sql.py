@@ -351,6 +351,25 @@ class SqlStore:
                 conn.info["begin_mode"] = "DEFERRED"
 
     @contextmanager
+    def exclusive(self, key: int) -> Iterator[bool]:
+        """Whether this process holds the store-wide lock ``key`` for the block: on PostgreSQL a
+        session advisory lock (``pg_try_advisory_lock``, never waiting; released at the end, or by
+        the server when the process dies), so one of several processes on the store runs the
+        block; on SQLite always True (writers are serialised by the database itself)."""
+        if self.dialect == "sqlite":
+            yield True
+            return
+        with self.engine.connect() as conn:
+            got = bool(conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar())
+            conn.commit()
+            try:
+                yield got
+            finally:
+                if got:
+                    conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                    conn.commit()
+
+    @contextmanager
     def read(self) -> Iterator[sa.Connection]:
         """A connection in a read transaction (on PostgreSQL at ``read_isolation`` when given)."""
         with self._read_lock or nullcontext(), self.read_engine.begin() as conn:

@@ -195,6 +195,21 @@ class _SocketTransport(TTransport.TTransportBase, TTransport.CReadableTransport)
         return self._rbuf
 
 
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (0: a free port) and listening (backlog 1024).
+    Raises OSError (address in use, no permission)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 class ThriftServer:
     """Serves an :class:`HMSProcessor` on a TCP port.
 
@@ -241,13 +256,10 @@ class ThriftServer:
         self._lock = threading.Lock()
         self.active_connections = 0
 
-    def listen(self) -> None:
-        """Bind and listen; afterwards ``port`` is the real port."""
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        sock.listen(1024)
+    def listen(self, sock: socket.socket | None = None) -> None:
+        """Bind and listen, or serve ``sock`` (a listening socket made by :func:`listen_socket`,
+        shared by several worker processes); afterwards ``port`` is the real port."""
+        sock = sock if sock is not None else listen_socket(self.host, self.port)
         self.port = sock.getsockname()[1]
         self._sock = sock
 
