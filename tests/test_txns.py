@@ -201,6 +201,49 @@ def test_valid_write_ids_follow_hive(hms, unique_name: str) -> None:  # type: ig
         hms.get_valid_write_ids(GetValidWriteIdsRequest(fullTableNames=[full], validTxnList=None))
 
 
+def _many_tables_in_one_call(hms, prefix: str, n: int = 120) -> None:  # type: ignore[no-untyped-def]
+    tables = [f"{prefix}_{i}" for i in range(n)]
+    txns = open_txns(hms, 6)
+    written = n * 3 // 4  # the rest are never written
+    for i, t in enumerate(tables[:written]):
+        allocate(hms, "default", t, [txns[i % 6], txns[(i + 1) % 6]])
+    hms.commit_txn(CommitTxnRequest(txnid=txns[0]))
+    hms.abort_txn(AbortTxnRequest(txnid=txns[1]))
+    hms.commit_txn(CommitTxnRequest(txnid=txns[4]))
+    names = [f"default.{t}" for t in tables] + [f"DEFAULT.{tables[3].upper()}"]
+    vtl = valid_txn_list(hms)
+    together = hms.get_valid_write_ids(GetValidWriteIdsRequest(fullTableNames=names, validTxnList=vtl))
+    assert [t.fullTableName for t in together.tblValidWriteIds] == [n.lower() for n in names]
+    for name, t in zip(names, together.tblValidWriteIds, strict=True):
+        alone = hms.get_valid_write_ids(GetValidWriteIdsRequest(fullTableNames=[name], validTxnList=vtl))
+        assert write_id_string(t) == write_id_string(alone.tblValidWriteIds[0]), name
+    assert together.tblValidWriteIds[-2].writeIdHighWaterMark == 0  # never written
+    assert any(t.abortedBits for t in together.tblValidWriteIds[:written])  # txns[1] aborted
+    assert any(t.minOpenWriteId for t in together.tblValidWriteIds[:written])  # txns 2, 3, 5 open
+    for t in txns[2:4] + txns[5:]:
+        hms.commit_txn(CommitTxnRequest(txnid=t))
+
+
+def test_valid_write_ids_of_many_tables_in_one_call_equal_one_call_each(hms, unique_name: str) -> None:  # type: ignore[no-untyped-def]
+    """120 tables, a quarter never written, one named twice in mixed case, with open, aborted and
+    committed writers: one call answers each table, in the order asked, as a call for it alone."""
+    _many_tables_in_one_call(hms, unique_name)
+
+
+def test_valid_write_ids_across_statement_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same in process, with chunks of 7 tables per statement (the last one partial)."""
+    import hivemesh.metastore.txns as txns_module
+    from hivemesh.metastore.handler import LocalMetastore
+    from hivemesh.metastore.store import Store
+
+    monkeypatch.setattr(txns_module, "_TABLES_PER_STATEMENT", 7)
+    store = Store(f"sqlite:///{tmp_path / 'm.db'}")
+    try:
+        _many_tables_in_one_call(LocalMetastore(store, str(tmp_path / "wh")), "chunked", n=30)
+    finally:
+        store.dispose()
+
+
 def test_own_writes_visible_to_the_writing_txn(hms, unique_name: str) -> None:  # type: ignore[no-untyped-def]
     full = f"default.{unique_name}"
     other, me = open_txns(hms, 2)

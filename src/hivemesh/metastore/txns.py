@@ -114,6 +114,11 @@ def parse_valid_txn_list(text: str) -> tuple[int, set[int], set[int]]:
     return v.high_watermark, set(v.open_txns), set(v.aborted_txns)
 
 
+_TABLES_PER_STATEMENT = 500
+"""Tables named in one statement of get_valid_write_ids (two bound parameters each, within
+SQLite's limit of 32,766 and PostgreSQL's of 65,535)."""
+
+
 class TxnMixin(CatalogBase):
     """HMS transaction and write-id methods of :class:`LocalMetastore`."""
 
@@ -639,56 +644,61 @@ class TxnMixin(CatalogBase):
             raise MetaException("get_valid_write_ids needs validTxnList")
         txn_hwm, open_ids, aborted_ids = parse_valid_txn_list(rqst.validTxnList)
         exceptions = open_ids | aborted_ids
-        out = []
+        names = [tuple(full.lower().partition(".")[::2]) for full in rqst.fullTableNames or []]
+        wanted = sorted(set(names))
+        hwms: dict[tuple[str, str], int] = {}
+        candidates: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        t2w = TXN_TO_WRITE_ID.c
         with self.read() as conn:
-            for full in rqst.fullTableNames or []:
-                db, _, table = full.lower().partition(".")
-                key = (TXN_TO_WRITE_ID.c.T2W_DATABASE == db, TXN_TO_WRITE_ID.c.T2W_TABLE == table)
-                hwm = (
-                    conn.execute(
-                        sa.select(sa.func.max(TXN_TO_WRITE_ID.c.T2W_WRITEID)).where(
-                            *key, TXN_TO_WRITE_ID.c.T2W_TXNID <= txn_hwm
+            # three statements for any number of tables (per chunk of _TABLES_PER_STATEMENT)
+            for i in range(0, len(wanted), _TABLES_PER_STATEMENT):
+                chunk = wanted[i : i + _TABLES_PER_STATEMENT]
+                in_chunk = sa.tuple_(t2w.T2W_DATABASE, t2w.T2W_TABLE).in_(chunk)
+                for db, table, hwm in conn.execute(
+                    sa.select(t2w.T2W_DATABASE, t2w.T2W_TABLE, sa.func.max(t2w.T2W_WRITEID))
+                    .where(in_chunk, t2w.T2W_TXNID <= txn_hwm)
+                    .group_by(t2w.T2W_DATABASE, t2w.T2W_TABLE)
+                ):
+                    hwms[(db, table)] = hwm or 0
+                unwritten = [k for k in chunk if hwms.get(k, 0) <= 0]
+                if unwritten:
+                    nwi = NEXT_WRITE_ID.c
+                    for db, table, nxt in conn.execute(
+                        sa.select(nwi.NWI_DATABASE, nwi.NWI_TABLE, nwi.NWI_NEXT).where(
+                            sa.tuple_(nwi.NWI_DATABASE, nwi.NWI_TABLE).in_(unwritten)
                         )
-                    ).scalar()
-                    or 0
+                    ):
+                        if nxt is not None and nxt - 1 > 0:
+                            hwms[(db, table)] = nxt - 1
+                q = sa.select(t2w.T2W_DATABASE, t2w.T2W_TABLE, t2w.T2W_TXNID, t2w.T2W_WRITEID).where(in_chunk)
+                if len(exceptions) <= 1000:  # fetch only the candidates, not the tables' whole history
+                    after = t2w.T2W_TXNID > txn_hwm
+                    q = q.where(sa.or_(after, t2w.T2W_TXNID.in_(exceptions)) if exceptions else after)
+                for db, table, txn_id, write_id in conn.execute(q.order_by(t2w.T2W_WRITEID)):
+                    candidates.setdefault((db, table), []).append((txn_id, write_id))
+        out = []
+        for db, table in names:
+            hwm = hwms.get((db, table), 0)
+            invalid: list[int] = []
+            aborted_bits: list[int] = []
+            min_open = LONG_MAX
+            for txn_id, write_id in candidates.get((db, table), ()):
+                if write_id > hwm or (txn_id <= txn_hwm and txn_id not in exceptions):
+                    continue  # above the snapshot's high watermark, or committed in the snapshot
+                invalid.append(write_id)
+                if txn_id in aborted_ids:
+                    aborted_bits.append(len(invalid) - 1)
+                else:
+                    min_open = min(min_open, write_id)
+            out.append(
+                TableValidWriteIds(
+                    fullTableName=f"{db}.{table}",
+                    writeIdHighWaterMark=hwm,
+                    invalidWriteIds=invalid,
+                    minOpenWriteId=min_open if min_open < LONG_MAX else None,
+                    abortedBits=java_bitset_bytes(aborted_bits),
                 )
-                if hwm <= 0:
-                    nxt = conn.execute(
-                        sa.select(NEXT_WRITE_ID.c.NWI_NEXT).where(
-                            NEXT_WRITE_ID.c.NWI_DATABASE == db, NEXT_WRITE_ID.c.NWI_TABLE == table
-                        )
-                    ).scalar()
-                    if nxt is not None and nxt - 1 > 0:
-                        hwm = nxt - 1
-                invalid: list[int] = []
-                aborted_bits: list[int] = []
-                min_open = LONG_MAX
-                q = sa.select(TXN_TO_WRITE_ID.c.T2W_TXNID, TXN_TO_WRITE_ID.c.T2W_WRITEID).where(
-                    *key, TXN_TO_WRITE_ID.c.T2W_WRITEID <= hwm
-                )
-                if len(exceptions) <= 1000:  # fetch only the candidates, not the table's whole history
-                    after = TXN_TO_WRITE_ID.c.T2W_TXNID > txn_hwm
-                    q = q.where(
-                        sa.or_(after, TXN_TO_WRITE_ID.c.T2W_TXNID.in_(exceptions)) if exceptions else after
-                    )
-                rows = conn.execute(q.order_by(TXN_TO_WRITE_ID.c.T2W_WRITEID))
-                for txn_id, write_id in rows:
-                    if txn_id <= txn_hwm and txn_id not in exceptions:
-                        continue  # committed in the snapshot
-                    invalid.append(write_id)
-                    if txn_id in aborted_ids:
-                        aborted_bits.append(len(invalid) - 1)
-                    else:
-                        min_open = min(min_open, write_id)
-                out.append(
-                    TableValidWriteIds(
-                        fullTableName=f"{db}.{table}",
-                        writeIdHighWaterMark=hwm,
-                        invalidWriteIds=invalid,
-                        minOpenWriteId=min_open if min_open < LONG_MAX else None,
-                        abortedBits=java_bitset_bytes(aborted_bits),
-                    )
-                )
+            )
         return GetValidWriteIdsResponse(tblValidWriteIds=out)
 
     def get_max_allocated_table_write_id(
