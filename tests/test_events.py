@@ -37,6 +37,7 @@ from hive_metastore.ttypes import (
     NotificationEventRequest,
     Order,
     Partition,
+    PartitionsStatsRequest,
     RequestPartsSpec,
     ResourceUri,
     SerDeInfo,
@@ -388,6 +389,25 @@ def _stats(db: str, table: str, part_name: str | None = None) -> ColumnStatistic
         ],
         engine="hive",
     )
+
+
+def test_set_aggr_stats_for_is_all_or_nothing(hms, db) -> None:  # type: ignore[no-untyped-def]
+    """A batch whose second entry names a missing partition stores none of it and logs no event."""
+    make_table(hms, db, "aon")
+    hms.add_partitions([Partition(values=["d", "0"], dbName=db, tableName="aon")])
+    start = current(hms)
+    with pytest.raises(Exception) as err:  # noqa: PT011 - Hive answers NoSuchObject or MetaException
+        hms.set_aggr_stats_for(
+            SetPartitionsStatsRequest(
+                colStats=[_stats(db, "aon", "ds=d/hr=0"), _stats(db, "aon", "ds=d/hr=9")]
+            )
+        )
+    assert type(err.value).__name__ in ("NoSuchObjectException", "MetaException", "InvalidObjectException")
+    assert since(hms, start) == []
+    got = hms.get_partitions_statistics_req(
+        PartitionsStatsRequest(db, "aon", ["id", "name"], ["ds=d/hr=0"], engine="hive")
+    ).partStats
+    assert not got.get("ds=d/hr=0"), got
 
 
 def test_statistics_events(hms, db) -> None:  # type: ignore[no-untyped-def]

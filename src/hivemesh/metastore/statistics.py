@@ -31,7 +31,7 @@ from hivemesh.hive import aggr_stats, events
 from hivemesh.hive.constants import COLUMN_STATS_ACCURATE, now_s
 from hivemesh.hive.names import db_ref, make_part_name, split_part_name
 from hivemesh.metastore import rows
-from hivemesh.metastore.base import CatalogBase
+from hivemesh.metastore.base import CatalogBase, Tx
 from hivemesh.metastore.schema import (
     PART_COL_STATS,
     PARTITION_KEYS,
@@ -157,77 +157,79 @@ class StatisticsMixin(CatalogBase):
     def _update(self, stats: ColumnStatistics, partition: bool, write_id: int = -1) -> bool:
         """Store one ColumnStatistics and append UPDATE_TBL_COL_STAT_EVENT or
         UPDATE_PART_COL_STAT_EVENT (``write_id``: the request's, -1 when none)."""
+        with self.write() as tx:
+            return self._update_in(tx, stats, partition, write_id)
+
+    def _update_in(self, tx: Tx, stats: ColumnStatistics, partition: bool, write_id: int) -> bool:
+        """:meth:`_update` inside the caller's transaction ``tx``."""
         desc = stats.statsDesc
         if desc is None:
             raise InvalidInputException("ColumnStatistics without statsDesc")
         db = db_ref(desc.dbName, desc.catName)
         engine = stats.engine or DEFAULT_ENGINE
-        with self.write() as tx:
-            row = self.table_row(tx.conn, db, desc.tableName, for_update=True)
-            cols = self._column_types(tx.conn, row)
-            for obj in stats.statsObj or []:
-                if obj.colName.lower() not in cols:
-                    raise MetaException(
-                        f"Column {obj.colName} doesn't exist in table {row.TBL_NAME} in database {row.DB_NAME}"
+        row = self.table_row(tx.conn, db, desc.tableName, for_update=True)
+        cols = self._column_types(tx.conn, row)
+        for obj in stats.statsObj or []:
+            if obj.colName.lower() not in cols:
+                raise MetaException(
+                    f"Column {obj.colName} doesn't exist in table {row.TBL_NAME} in database {row.DB_NAME}"
+                )
+        names = [o.colName.lower() for o in stats.statsObj or []]
+        analyzed = now_s()  # Hive records the server's time of the update, not the client's
+        if partition:
+            keys = self._key_names(tx.conn, row.TBL_ID)
+            pid = self._part_id(tx.conn, row.TBL_ID, desc.partName or "", keys)
+            self._upsert_stats(tx.conn, PART_COL_STATS, "PART_ID", pid, stats, engine, analyzed)
+            mark_column_stats(tx.conn, PARTITION_PARAMS, "PART_ID", pid, accurate=names)
+        else:
+            self._upsert_stats(tx.conn, TAB_COL_STATS, "TBL_ID", row.TBL_ID, stats, engine, analyzed)
+            mark_column_stats(tx.conn, TABLE_PARAMS, "TBL_ID", row.TBL_ID, accurate=names)
+        table = self._table_image(tx.conn, row.CTLG_NAME, row.DB_NAME, row.TBL_NAME)
+        stored = ColumnStatistics(
+            statsDesc=ColumnStatisticsDesc(
+                isTblLevel=not partition,
+                dbName=row.DB_NAME,
+                tableName=row.TBL_NAME,
+                partName=None,
+                lastAnalyzed=analyzed,
+                catName=row.CTLG_NAME,
+            ),
+            statsObj=[
+                ColumnStatisticsObj(colName=o.colName.lower(), colType=o.colType, statsData=o.statsData)
+                for o in stats.statsObj or []
+            ],
+            engine=engine,
+        )
+        if partition:
+            name = tx.conn.execute(
+                sa.select(PARTITIONS.c.PART_NAME).where(PARTITIONS.c.PART_ID == pid)
+            ).scalar_one()
+            stored.statsDesc.partName = name
+            part_vals = [v for _, v in split_part_name(name)]
+            params = dict(
+                tx.conn.execute(
+                    sa.select(PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE).where(
+                        PARTITION_PARAMS.c.PART_ID == pid
                     )
-            names = [o.colName.lower() for o in stats.statsObj or []]
-            analyzed = now_s()  # Hive records the server's time of the update, not the client's
-            if partition:
-                keys = self._key_names(tx.conn, row.TBL_ID)
-                pid = self._part_id(tx.conn, row.TBL_ID, desc.partName or "", keys)
-                self._upsert_stats(tx.conn, PART_COL_STATS, "PART_ID", pid, stats, engine, analyzed)
-                mark_column_stats(tx.conn, PARTITION_PARAMS, "PART_ID", pid, accurate=names)
-            else:
-                self._upsert_stats(tx.conn, TAB_COL_STATS, "TBL_ID", row.TBL_ID, stats, engine, analyzed)
-                mark_column_stats(tx.conn, TABLE_PARAMS, "TBL_ID", row.TBL_ID, accurate=names)
-            table = self._table_image(tx.conn, row.CTLG_NAME, row.DB_NAME, row.TBL_NAME)
-            stored = ColumnStatistics(
-                statsDesc=ColumnStatisticsDesc(
-                    isTblLevel=not partition,
-                    dbName=row.DB_NAME,
-                    tableName=row.TBL_NAME,
-                    partName=None,
-                    lastAnalyzed=analyzed,
-                    catName=row.CTLG_NAME,
-                ),
-                statsObj=[
-                    ColumnStatisticsObj(colName=o.colName.lower(), colType=o.colType, statsData=o.statsData)
-                    for o in stats.statsObj or []
-                ],
-                engine=engine,
+                ).all()
             )
-            if partition:
-                name = tx.conn.execute(
-                    sa.select(PARTITIONS.c.PART_NAME).where(PARTITIONS.c.PART_ID == pid)
-                ).scalar_one()
-                stored.statsDesc.partName = name
-                part_vals = [v for _, v in split_part_name(name)]
-                params = dict(
-                    tx.conn.execute(
-                        sa.select(PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE).where(
-                            PARTITION_PARAMS.c.PART_ID == pid
-                        )
-                    ).all()
-                )
-                message = events.update_part_col_stat_message(stored, part_vals, params, table, write_id)
-                tx.event(
-                    events.UPDATE_PART_COL_STAT_EVENT,
-                    message,
-                    db=row.DB_NAME,
-                    table=row.TBL_NAME,
-                    catalog=row.CTLG_NAME,
-                )
-            else:
-                message = events.update_table_col_stat_message(
-                    stored, table, table.parameters or {}, write_id
-                )
-                tx.event(
-                    events.UPDATE_TBL_COL_STAT_EVENT,
-                    message,
-                    db=row.DB_NAME,
-                    table=row.TBL_NAME,
-                    catalog=row.CTLG_NAME,
-                )
+            message = events.update_part_col_stat_message(stored, part_vals, params, table, write_id)
+            tx.event(
+                events.UPDATE_PART_COL_STAT_EVENT,
+                message,
+                db=row.DB_NAME,
+                table=row.TBL_NAME,
+                catalog=row.CTLG_NAME,
+            )
+        else:
+            message = events.update_table_col_stat_message(stored, table, table.parameters or {}, write_id)
+            tx.event(
+                events.UPDATE_TBL_COL_STAT_EVENT,
+                message,
+                db=row.DB_NAME,
+                table=row.TBL_NAME,
+                catalog=row.CTLG_NAME,
+            )
         return True
 
     def _column_types(self, conn: sa.Connection, row: sa.Row) -> dict[str, str]:
@@ -244,11 +246,15 @@ class StatisticsMixin(CatalogBase):
         return self._update(stats_obj, partition=True)
 
     def set_aggr_stats_for(self, request: Any) -> bool:
-        """Store a batch of ColumnStatistics (table or partition level by ``statsDesc.isTblLevel``);
-        one UPDATE_*_COL_STAT event per ColumnStatistics, as Hive 4."""
+        """Store a batch of ColumnStatistics (table or partition level by ``statsDesc.isTblLevel``)
+        in one transaction; one UPDATE_*_COL_STAT event per ColumnStatistics, as Hive 4. An invalid
+        entry (unknown table, partition or column) fails the call and stores none of them."""
         write_id = request.writeId if getattr(request, "writeId", None) is not None else -1
-        for cs in request.colStats or []:
-            self._update(cs, partition=not cs.statsDesc.isTblLevel, write_id=write_id)
+        with self.write() as tx:  # all or nothing: one bad ColumnStatistics leaves the others unset
+            for cs in request.colStats or []:
+                if cs.statsDesc is None:
+                    raise InvalidInputException("ColumnStatistics without statsDesc")
+                self._update_in(tx, cs, partition=not cs.statsDesc.isTblLevel, write_id=write_id)
         return True
 
     def _objs(
