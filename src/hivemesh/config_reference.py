@@ -260,13 +260,21 @@ class _Table:
     rows: list[list[str]] = field(default_factory=list)
 
 
+def _in_reading_order(model: type[BaseModel]) -> list[tuple[str, Any]]:
+    """The fields of ``model``, its own first and those it inherits (the TLS and Kerberos settings
+    several sections share) after them: ``host`` and ``port`` lead, as in the README."""
+    own = set(model.__annotations__)
+    fields = list(model.model_fields.items())
+    return [f for f in fields if f[0] in own] + [f for f in fields if f[0] not in own]
+
+
 def _tables(section: str, key: str, model: type[BaseModel]) -> Iterator[_Table]:
     """The table of ``model`` at ``key``, then the tables of the models nested in it."""
     flags = cli_flags(section) if key == section else {}
     env = key == section
     table = _Table(key, model)
     nested: list[tuple[str, type[BaseModel]]] = []
-    for name, info in model.model_fields.items():
+    for name, info in _in_reading_order(model):
         dotted = f"{key}.{name}"
         kind = _nested(info.annotation)
         description = _cell(_description(info))
