@@ -343,16 +343,9 @@ def _pg_available() -> bool:
 
 
 def _pg_drop(url: str) -> None:
-    import sqlalchemy as sa
-    from tests.conftest import PG_ADMIN_URL
+    from tests.conftest import drop_pg_database
 
-    name = sa.make_url(url).database
-    eng = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    try:
-        with eng.connect() as c:
-            c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        eng.dispose()
+    drop_pg_database(url)
 
 
 def _pg_backends_pss(db_url: str) -> tuple[int, int] | None:
@@ -362,10 +355,10 @@ def _pg_backends_pss(db_url: str) -> tuple[int, int] | None:
     of what the PostgreSQL side costs for this metastore. ``None`` if /proc is not readable.
     """
     import sqlalchemy as sa
-    from tests.conftest import PG_ADMIN_URL
+    from tests.conftest import pg_admin_url
 
     name = sa.make_url(db_url).database
-    eng = sa.create_engine(PG_ADMIN_URL)
+    eng = sa.create_engine(pg_admin_url())
     try:
         with eng.connect() as c:
             pids = list(
@@ -396,8 +389,15 @@ def peak_rss_bytes(pid: int) -> int:
     raise ValueError(f"no VmHWM for pid {pid}")
 
 
+def _tree_pids(pid: int) -> list[int]:
+    """``pid`` and its worker processes (``hivemesh metastore --workers N`` forks them)."""
+    import psutil
+
+    return [pid, *(c.pid for c in psutil.Process(pid).children())]
+
+
 @contextmanager
-def start_server(name: str, workdir: Path, java_opts: Sequence[str]) -> Iterator[Server]:
+def start_server(name: str, workdir: Path, java_opts: Sequence[str], workers: int = 1) -> Iterator[Server]:
     """Start one of the three servers on a fresh store; stop it (and drop its database) afterwards."""
     if name in ("sqlite", "postgres"):
         base = workdir / name
@@ -409,7 +409,8 @@ def start_server(name: str, workdir: Path, java_opts: Sequence[str]) -> Iterator
 
             url = make_pg_database("hivemesh_bench")
         try:
-            with HivemeshProcess(url, base / "warehouse", base / "metastore.log") as proc:
+            args = ["--workers", str(workers)]
+            with HivemeshProcess(url, base / "warehouse", base / "metastore.log", extra_args=args) as proc:
                 assert proc.proc is not None
                 yield Server(
                     name, proc.host, proc.port, proc.proc.pid, pg_db=url if name == "postgres" else None
@@ -560,22 +561,30 @@ def run_filter_growth(
 
 
 def bench_server(
-    name: str, cfg: Settings, mode: str, workdir: Path, java_opts: Sequence[str], console: Console
+    name: str,
+    cfg: Settings,
+    mode: str,
+    workdir: Path,
+    java_opts: Sequence[str],
+    console: Console,
+    workers: int = 1,
 ) -> dict[str, Any]:
-    """Start metastore ``name`` and run every operation of ``mode`` against it; its results dict."""
+    """Start metastore ``name`` (hivemesh with ``workers`` processes) and run every operation of
+    ``mode`` against it; its results dict."""
     t_start = time.perf_counter()
 
     def say(msg: str) -> None:
         console.print(f"  [dim]{LABELS[name]}: {msg}[/dim]")
 
-    with start_server(name, workdir, java_opts) as srv:
+    with start_server(name, workdir, java_opts, workers) as srv:
         if srv.note:
             say(srv.note)
         res = run_workload(srv, cfg, mode, say)
         first_add_s = res["ops"]["add_partitions.1000"]["first_s"]
         res["growth"], res["growth_note"] = run_filter_growth(srv, cfg, first_add_s, say)
-        res["rss_mb"] = rss_bytes(srv.pid) / 2**20
-        res["peak_rss_mb"] = peak_rss_bytes(srv.pid) / 2**20
+        pids = _tree_pids(srv.pid) if name != "java" else [srv.pid]  # a parent and its workers
+        res["rss_mb"] = sum(rss_bytes(p) for p in pids) / 2**20
+        res["peak_rss_mb"] = sum(peak_rss_bytes(p) for p in pids) / 2**20
         if srv.pg_db:
             pss = _pg_backends_pss(srv.pg_db)
             if pss is not None:
@@ -743,6 +752,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "here, their shared GIL is not the limit; the share of a CPU they use is printed) or as "
         "separate processes",
     )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="hivemesh metastore processes serving the port (--workers; RSS is their sum; default 1)",
+    )
     args = ap.parse_args(argv)
     skipped = runner.skipped_servers(ap, args.only, _pg_available, java_available)
     cfg = QUICK if args.quick else FULL
@@ -755,7 +770,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         LABELS,
         "hivemesh-bench-",
         args.keep,
-        lambda s, workdir: bench_server(s, cfg, args.concurrency, workdir, args.java_opts.split(), console),
+        lambda s, workdir: bench_server(
+            s, cfg, args.concurrency, workdir, args.java_opts.split(), console, args.workers
+        ),
     )
 
     console.print()
@@ -766,15 +783,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(f"note: {r['growth_note']}.")
         if "pg_backends_pss_mb" in r:
             console.print(
-                f"note: {LABELS[s]} RSS is the hivemesh process only; its {r['pg_backends']} PostgreSQL "
-                f"backends add {r['pg_backends_pss_mb']:,.0f} MB PSS (SQLite and Derby run inside their server)."
+                f"note: {LABELS[s]} RSS is hivemesh's (a parent and its workers summed with --workers); "
+                f"its {r['pg_backends']} PostgreSQL backends add {r['pg_backends_pss_mb']:,.0f} MB PSS (SQLite and Derby run inside their server)."
             )
     if "java" in results and "error" not in results["java"]:
         opts = args.java_opts or "none (JVM default heap: up to 1/4 of RAM)"
         console.print(f"note: HMS 2.3.10 ran on embedded Derby; JVM options: {opts}.")
     console.print(
         f"note: the 16 concurrent clients ran as {args.concurrency}, each with its own connection, "
-        f"on the same {os.cpu_count()} CPUs as the server."
+        f"on the same {os.cpu_count()} CPUs as the server; hivemesh ran {args.workers} worker process(es)."
     )
     for s in SERVERS:
         conc = results.get(s, {}).get("concurrency") or {}
