@@ -32,6 +32,7 @@ from hivemesh.config import (
     read_yaml,
     relative_to,
 )
+from hivemesh.kerberos import service_principal
 
 
 class DatabaseResolution(StrEnum):
@@ -273,8 +274,6 @@ class ProxySettings(ServerSecurity):
         """The proxy's own principal as a client (``_HOST`` becoming this host's name)."""
         if not self.kerberos_principal:
             return None
-        from hivemesh.kerberos import service_principal
-
         return service_principal(self.kerberos_principal, self.host)
 
     _res = field_validator("database_resolution", mode="before")(lambda cls, v: lower_enum(v))

@@ -27,7 +27,7 @@ import time
 from types import FrameType
 
 from hivemesh.config import MetastoreConfig
-from hivemesh.metastore.service import StartupError, run_forever
+from hivemesh.metastore.service import MetastoreService, StartupError, run_forever
 from hivemesh.metastore.store import Store
 from hivemesh.storage.sql import SchemaTooNewError
 from hivemesh.thrift.server import listen_socket, tune_gc
@@ -60,8 +60,6 @@ def _die_with_parent() -> None:
 
 def _worker_main(cfg: MetastoreConfig, sock: socket.socket, worker: int) -> int:
     """The body of worker process ``worker``: serve on ``sock`` until SIGTERM."""
-    from hivemesh.metastore.service import MetastoreService
-
     _die_with_parent()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -93,6 +91,7 @@ class _Workers:
         self.failures: dict[int, int] = {}  # worker number -> consecutive quick deaths
 
     def spawn(self, worker: int) -> None:
+        """Fork worker ``worker``; the child serves until SIGTERM and exits (never returns)."""
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -124,6 +123,7 @@ class _Workers:
         return ended
 
     def signal_all(self, signum: int) -> None:
+        """Send ``signum`` to every running worker (one already gone is skipped)."""
         for pid in list(self.pids):
             try:
                 os.kill(pid, signum)

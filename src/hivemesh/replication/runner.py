@@ -85,6 +85,30 @@ class ReplicationError(HivemeshError, RuntimeError):
     """A policy cannot go on; the message names the policy and the peer."""
 
 
+def zone_client(zone: ZoneConfig, timeout_s: float, retries: int = 3) -> MetastoreClient:
+    """A connected client of ``zone``'s metastore, over TLS and with Kerberos as the zone's settings
+    say (``timeout_s``: socket timeout, seconds). Raises what MetastoreClient raises (transport
+    errors), TlsError or KerberosError."""
+    return MetastoreClient(
+        zone.metastore,
+        timeout_s=timeout_s,
+        retries=retries,
+        tls=zone.tls_context(),
+        kerberos=zone.kerberos_initiator(),
+    )
+
+
+def connect_zone(policy: str, name: str, zone: ZoneConfig, timeout_s: float) -> MetastoreClient:
+    """:func:`zone_client` for policy ``policy``'s zone ``name``; raises ReplicationError naming
+    the policy, the zone and its metastore when it cannot be reached."""
+    try:
+        return zone_client(zone, timeout_s)
+    except Exception as e:
+        raise ReplicationError(
+            f"policy {policy}: zone {name!r} metastore {zone.metastore} is unreachable: {e}"
+        ) from e
+
+
 # plain calls Hive 4.2 dropped -> their request forms (sent once the peer says it lacks the call)
 _DROPPED_BY_HIVE4 = {
     REQUEST_FORMS[m].plain: REQUEST_FORMS[m] for m in ("get_table_req", "get_table_objects_by_name_req")
@@ -186,8 +210,9 @@ class PolicyRunner:
         self.target_zone = config.zones[policy.target]
         opposite = [p for p in rc.policies if (p.source, p.target) == (policy.target, policy.source)]
         self.scope = Scope(policy, opposite)
-        self.source = self._client(policy.source, self.source_zone)
-        self.target = self._client(policy.target, self.target_zone)
+        timeout_s = config.replication.timeout_s
+        self.source = connect_zone(policy.name, policy.source, self.source_zone, timeout_s)
+        self.target = connect_zone(policy.name, policy.target, self.target_zone, timeout_s)
         self.source_calls = ThriftCalls(self.source)
         self.target_calls = ThriftCalls(self.target)
         paths = policy.paths or {self.source_zone.warehouse: self.target_zone.warehouse}
@@ -221,21 +246,6 @@ class PolicyRunner:
         self._rules_checked = False
         self._lease_renew_at = 0.0  # time.monotonic() after which the lease is renewed
         self.state = store.ensure(policy.name, policy.source, policy.target)
-
-    def _client(self, zone: str, cfg: ZoneConfig) -> MetastoreClient:
-        uri = cfg.metastore
-        try:
-            return MetastoreClient(
-                uri,
-                timeout_s=self.config.replication.timeout_s,
-                retries=3,
-                tls=cfg.tls_context(),
-                kerberos=cfg.kerberos_initiator(),
-            )
-        except Exception as e:
-            raise ReplicationError(
-                f"policy {self.policy.name}: zone {zone!r} metastore {uri} is unreachable: {e}"
-            ) from e
 
     def close(self) -> None:
         """Stop background work and close connections (the lease is released)."""

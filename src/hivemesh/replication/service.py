@@ -16,7 +16,7 @@ from typing import Any
 
 from hivemesh.replication.config import PolicyConfig, ReplicationFile, TargetFormat
 from hivemesh.replication.metrics import ReplicationMetrics
-from hivemesh.replication.runner import PolicyRunner, record_failure, since_ms
+from hivemesh.replication.runner import PolicyRunner, record_failure, since_ms, zone_client
 from hivemesh.replication.state import ReplicationStore, lease_owner
 
 __all__ = ["PolicyStatus", "ReplicationService", "run_once", "selected", "status"]
@@ -215,7 +215,6 @@ def status(
 ) -> list[PolicyStatus]:
     """The status of each selected policy: the stored state, and the source's and target's
     current event ids (None when a metastore does not answer: the error is in ``last_error``)."""
-    from hivemesh.client.metastore import MetastoreClient
 
     out: list[PolicyStatus] = []
     for policy in selected(config, names):
@@ -225,13 +224,7 @@ def status(
         for side in ("source", "target"):
             zone = config.zones[getattr(policy, side)]
             try:
-                with MetastoreClient(
-                    zone.metastore,
-                    timeout_s=min(10.0, config.replication.timeout_s),
-                    retries=0,
-                    tls=zone.tls_context(),
-                    kerberos=zone.kerberos_initiator(),
-                ) as c:
+                with zone_client(zone, min(10.0, config.replication.timeout_s), retries=0) as c:
                     ids[side] = c.current_notification_event_id()
             except Exception as e:
                 ids[side] = None

@@ -46,7 +46,6 @@ from hive_metastore.ttypes import (
 
 from hivemesh.acid.arrow_reader import HIVE_TEXT_DELIMITER, list_location
 from hivemesh.acid.tables import is_insert_only, is_transactional, table_file_format
-from hivemesh.client.metastore import MetastoreClient
 from hivemesh.hive import event_messages as ev
 from hivemesh.hive.events import ABORT_TXN, ALLOC_WRITE_ID_EVENT, COMMIT_TXN, OPEN_TXN
 from hivemesh.hive.txn_lists import LONG_MAX, ValidTxnList, ValidWriteIdList
@@ -64,6 +63,7 @@ from hivemesh.replication.runner import (
     ReplicationError,
     StepResult,
     ThriftCalls,
+    connect_zone,
 )
 from hivemesh.replication.scope import Scope, event_object
 from hivemesh.replication.state import ReplicationStore
@@ -245,8 +245,9 @@ class DeltaPolicyRunner:
         self.target_zone = config.zones[policy.target]
         opposite = [p for p in rc.policies if (p.source, p.target) == (policy.target, policy.source)]
         self.scope = Scope(policy, opposite)
-        self.source = self._client(policy.source, self.source_zone)
-        self.target = self._client(policy.target, self.target_zone)
+        timeout_s = config.replication.timeout_s
+        self.source = connect_zone(policy.name, policy.source, self.source_zone, timeout_s)
+        self.target = connect_zone(policy.name, policy.target, self.target_zone, timeout_s)
         self.source_calls = ThriftCalls(self.source)
         self.target_calls = ThriftCalls(self.target)
         paths = policy.paths or {self.source_zone.warehouse: self.target_zone.warehouse}
@@ -269,21 +270,6 @@ class DeltaPolicyRunner:
         self._rules_checked = False
         self.last_syncs: list[ReplicaSync] = []
         self.state = store.ensure(policy.name, policy.source, policy.target)
-
-    def _client(self, zone: str, cfg: ZoneConfig) -> MetastoreClient:
-        uri = cfg.metastore
-        try:
-            return MetastoreClient(
-                uri,
-                timeout_s=self.config.replication.timeout_s,
-                retries=3,
-                tls=cfg.tls_context(),
-                kerberos=cfg.kerberos_initiator(),
-            )
-        except Exception as e:
-            raise ReplicationError(
-                f"policy {self.policy.name}: zone {zone!r} metastore {uri} is unreachable: {e}"
-            ) from e
 
     def close(self) -> None:
         """Close connections and release the lease."""
