@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -158,6 +158,10 @@ class CatalogBase:
         """One read transaction (a consistent view for the whole call)."""
         return self.store.read()
 
+    def read_statement(self) -> AbstractContextManager[sa.Connection]:
+        """A connection for a read of one statement (no transaction round trips on PostgreSQL)."""
+        return self.store.read_statement()
+
     # ---- names
     @staticmethod
     def db_name(name: str | None) -> tuple[str, str]:
@@ -175,12 +179,17 @@ class CatalogBase:
         cat, db = self.db_name(name)
         row = conn.execute(sa.select(DBS).where(cat == DBS.c.CTLG_NAME, db == DBS.c.NAME)).first()
         if row is None:
-            raise exc(
-                f"There is no database named {db}"
-                if cat == DEFAULT_CATALOG
-                else f"There is no database {cat}.{db}"
-            )
+            self.db_row_missing(cat, db, exc)
         return row
+
+    @staticmethod
+    def db_row_missing(cat: str, db: str, exc: type[Exception] = NoSuchObjectException) -> NoReturn:
+        """Raise ``exc`` ("There is no database named x") for a missing database."""
+        raise exc(
+            f"There is no database named {db}"
+            if cat == DEFAULT_CATALOG
+            else f"There is no database {cat}.{db}"
+        )
 
     def table_row(
         self,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
     Database,
@@ -23,6 +25,17 @@ from hivemesh.hive.names import db_ref, matches_pattern, parse_db_name
 from hivemesh.metastore.base import CatalogBase, calling_user, validate_name
 from hivemesh.metastore.schema import DATABASE_PARAMS, DBS, FUNCS, TBLS
 
+# One database by ``cat`` and ``db`` with its parameters, one row per parameter (NULLs for none).
+_DB_WITH_PARAMS = (
+    sa.select(
+        DBS,
+        DATABASE_PARAMS.c.PARAM_KEY.label("param_key"),
+        DATABASE_PARAMS.c.PARAM_VALUE.label("param_value"),
+    )
+    .select_from(DBS.outerjoin(DATABASE_PARAMS, DATABASE_PARAMS.c.DB_ID == DBS.c.DB_ID))
+    .where(DBS.c.CTLG_NAME == sa.bindparam("cat"), DBS.c.NAME == sa.bindparam("db"))
+)
+
 DEFAULT_DB = "default"
 
 
@@ -33,15 +46,17 @@ class DatabaseMixin(CatalogBase):
         """``<warehouse>/<name>.db``; the warehouse root itself for ``default`` (as Hive)."""
         return self.warehouse if name == DEFAULT_DB else storage.join_location(self.warehouse, f"{name}.db")
 
-    def _to_database(self, conn: sa.Connection, row: sa.Row) -> Database:
-        params = {
-            k: v or ""
-            for k, v in conn.execute(
-                sa.select(DATABASE_PARAMS.c.PARAM_KEY, DATABASE_PARAMS.c.PARAM_VALUE).where(
-                    DATABASE_PARAMS.c.DB_ID == row.DB_ID
+    def _to_database(self, conn: sa.Connection, row: Any, params: dict[str, str] | None = None) -> Database:
+        """A Database from its DBS ``row``; ``params``: its parameters when already read."""
+        if params is None:
+            params = {
+                k: v or ""
+                for k, v in conn.execute(
+                    sa.select(DATABASE_PARAMS.c.PARAM_KEY, DATABASE_PARAMS.c.PARAM_VALUE).where(
+                        DATABASE_PARAMS.c.DB_ID == row.DB_ID
+                    )
                 )
-            )
-        }
+            }
         return Database(
             name=row.NAME,
             description=row.DESC,
@@ -104,8 +119,13 @@ class DatabaseMixin(CatalogBase):
 
     def get_database(self, name: str) -> Database:
         """Raises NoSuchObjectException ("There is no database named x")."""
-        with self.read() as conn:
-            return self._to_database(conn, self.db_row(conn, name))
+        cat, db = self.db_name(name)
+        with self.read_statement() as conn:  # the row and its parameters in one statement
+            found = conn.execute(_DB_WITH_PARAMS, {"cat": cat, "db": db}).all()
+        if not found:
+            self.db_row_missing(cat, db)
+        params = {r.param_key: r.param_value or "" for r in found if r.param_key is not None}
+        return self._to_database(conn, found[0], params)
 
     def get_database_req(self, request: GetDatabaseRequest) -> Database:
         """Hive 4 GetDatabaseRequest form of :meth:`get_database`."""
@@ -118,7 +138,7 @@ class DatabaseMixin(CatalogBase):
     def get_databases(self, pattern: str | None) -> list[str]:
         """Database names matching a Hive pattern (``*``, ``|``); ``@cat#pattern`` selects a catalog."""
         cat, pat = parse_db_name(pattern) if pattern is not None else ("hive", None)
-        with self.read() as conn:
+        with self.read_statement() as conn:
             names = conn.execute(
                 sa.select(DBS.c.NAME).where(cat == DBS.c.CTLG_NAME).order_by(DBS.c.NAME)
             ).scalars()

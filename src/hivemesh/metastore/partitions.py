@@ -30,11 +30,13 @@ from hivemesh.hive.names import db_ref, make_part_name, split_part_name, unescap
 from hivemesh.metastore import fast_stats, partition_filter, rows
 from hivemesh.metastore.base import CatalogBase, Tx, env_props, java_list
 from hivemesh.metastore.schema import (
+    DBS,
     PARTITION_KEY_VALS,
     PARTITION_KEYS,
     PARTITION_PARAMS,
     PARTITIONS,
     SDS,
+    TBLS,
 )
 
 DDL_TIME = "transient_lastDdlTime"
@@ -343,18 +345,20 @@ class PartitionMixin(CatalogBase):
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
         """Partition names ``k=v/...`` (escaped), ordered, at most ``max_parts`` (-1 = all); none
         for a missing table or database (as Hive 2.3 and 4 answer)."""
-        with self.read() as conn:
-            try:
-                info = self._table_info(conn, db_name, tbl_name)
-            except NoSuchObjectException:
-                return []
-            q = (
-                sa.select(PARTITIONS.c.PART_NAME)
-                .where(info.id == PARTITIONS.c.TBL_ID)
-                .order_by(PARTITIONS.c.PART_NAME)
+        cat, db = self.db_name(db_name)
+        q = (
+            sa.select(PARTITIONS.c.PART_NAME)
+            .select_from(
+                PARTITIONS.join(TBLS, TBLS.c.TBL_ID == PARTITIONS.c.TBL_ID).join(
+                    DBS, DBS.c.DB_ID == TBLS.c.DB_ID
+                )
             )
-            if max_parts is not None and max_parts >= 0:
-                q = q.limit(max_parts)
+            .where(DBS.c.CTLG_NAME == cat, DBS.c.NAME == db, TBLS.c.TBL_NAME == (tbl_name or "").lower())
+            .order_by(PARTITIONS.c.PART_NAME)
+        )
+        if max_parts is not None and max_parts >= 0:
+            q = q.limit(max_parts)
+        with self.read_statement() as conn:  # one statement: a missing table has no names either
             return list(conn.execute(q).scalars())
 
     def _ps_cond(self, info: _TableInfo, part_vals: Sequence[str]) -> Any:

@@ -7,7 +7,7 @@ rows are fetched with one ``IN (subquery)`` query per child table.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, namedtuple
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -281,12 +281,13 @@ def _branch(kind: int, owner: Any, k: Any, v: Any, c: Any, idx: Any, frm: Any, w
     )
 
 
-def _sd_branches(sd_ids: Any = None) -> list[sa.Select]:
+def _sd_branches(sd_ids: Any = None, cd_ids: Any = None) -> list[sa.Select]:
     """Child rows of the storage descriptors in ``sd_ids`` (default: the list ``:sd_ids``; or a
-    select of SD_IDs) and of the column descriptors in the list ``:cd_ids``."""
+    select of SD_IDs) and of the column descriptors in ``cd_ids`` (default: the list ``:cd_ids``)."""
     if sd_ids is None:
         sd_ids = sa.bindparam("sd_ids", expanding=True)
-    cd_ids = sa.bindparam("cd_ids", expanding=True)
+    if cd_ids is None:
+        cd_ids = sa.bindparam("cd_ids", expanding=True)
     return [
         _branch(SD_PARAM, SD_PARAMS.c.SD_ID, SD_PARAMS.c.PARAM_KEY, SD_PARAMS.c.PARAM_VALUE, _NULL_TEXT, _ZERO,
                 SD_PARAMS, SD_PARAMS.c.SD_ID.in_(sd_ids)),
@@ -335,6 +336,28 @@ TABLE_BY_NAME = _TABLE_BASE.where(
     TBLS.c.TBL_NAME == sa.bindparam("tbl"),
 )
 """Prebuilt select of one table by ``cat``, ``db``, ``tbl`` (for :func:`load_tables`)."""
+
+
+def _table_with_children() -> sa.Select:
+    """One table by ``cat``, ``db``, ``tbl`` and its child rows, in one statement: the table's
+    columns repeated on each child row, the child row's ``(kind, owner, k, v, c, idx)`` after them
+    (NULLs when it has none). One statement reads one snapshot, so it needs no transaction."""
+    t = TABLE_BY_NAME.cte("t")
+    tbl_ids = sa.select(t.c.TBL_ID).scalar_subquery()
+    children = sa.union_all(
+        *_sd_branches(sa.select(t.c.sd_id), sa.select(t.c.sd_cd_id)),
+        _branch(TABLE_PARAM, TABLE_PARAMS.c.TBL_ID, TABLE_PARAMS.c.PARAM_KEY, TABLE_PARAMS.c.PARAM_VALUE,
+                _NULL_TEXT, _ZERO, TABLE_PARAMS, TABLE_PARAMS.c.TBL_ID == tbl_ids),
+        _branch(PART_KEY, PARTITION_KEYS.c.TBL_ID, PARTITION_KEYS.c.PKEY_NAME, PARTITION_KEYS.c.PKEY_TYPE,
+                PARTITION_KEYS.c.PKEY_COMMENT, PARTITION_KEYS.c.INTEGER_IDX, PARTITION_KEYS,
+                PARTITION_KEYS.c.TBL_ID == tbl_ids),
+    ).subquery("ch")  # fmt: skip
+    return sa.select(t, *children.c).select_from(t.outerjoin(children, sa.true()))
+
+
+_TABLE_WITH_CHILDREN = _table_with_children()
+_TableRow = namedtuple("_TableRow", [c.key for c in _TABLE_BASE.selected_columns])  # type: ignore[misc]
+_N_TABLE = len(_TableRow._fields)
 _PART_SELECT = sa.select(
     PARTITIONS.c.PART_ID,
     PARTITIONS.c.CREATE_TIME,
@@ -361,16 +384,39 @@ _PART_CHILDREN_OF_TABLE = sa.union_all(
     _branch(PART_VAL, PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.PART_KEY_VAL, _NULL_TEXT, _NULL_TEXT,
             PARTITION_KEY_VALS.c.INTEGER_IDX, PARTITION_KEY_VALS, PARTITION_KEY_VALS.c.TBL_ID == _TBL),
 )  # fmt: skip
+_PART_CD = 5  # position of sd_cd_id in a _PART_SELECT row
 CHUNK = 5000  # ids per IN list (SQLite allows 32,766 variables per statement)
+
+
+def fetch_tuples(conn: sa.Connection, stmt: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The rows of ``stmt`` as the driver's plain tuples, by position.
+
+    For statements whose columns need no result processing (integers, text, and booleans the caller
+    passes through ``bool``): thousands of child rows come back about twice as fast as through
+    SQLAlchemy's Row objects (measured with get_partitions of 1,000 on SQLite and PostgreSQL).
+    """
+    result = conn.execute(stmt, params)
+    try:
+        return result.cursor.fetchall()  # type: ignore[union-attr]
+    finally:
+        result.close()
 
 
 class _Children:
     """Child rows grouped by kind and owner."""
 
-    def __init__(self, conn: sa.Connection, stmt: Any, params: dict[str, Any]):
+    def __init__(
+        self,
+        conn: sa.Connection | None,
+        stmt: Any = None,
+        params: dict[str, Any] | None = None,
+        rows: Sequence[Sequence[Any]] = (),
+    ):
+        """The rows of ``stmt`` run on ``conn``, or the ``(kind, owner, k, v, c, idx)`` ``rows``
+        already read."""
         self.params: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
         self.lists: dict[tuple[int, int], list[tuple[int, Any, Any, Any]]] = defaultdict(list)
-        for kind, owner, k, v, c, idx in conn.execute(stmt, params).fetchall():
+        for kind, owner, k, v, c, idx in fetch_tuples(conn, stmt, params or {}) if conn is not None else rows:
             if kind in (SD_PARAM, SERDE_PARAM, TABLE_PARAM, PART_PARAM):
                 self.params[(kind, owner)][k] = v if v is not None else ""
             else:
@@ -472,37 +518,44 @@ def load_tables(
         },
     )
     cache: dict[int, list[FieldSchema]] = {}
-    out = []
-    for r in base:
-        out.append(
-            (
-                r.TBL_ID,
-                Table(
-                    tableName=r.TBL_NAME,
-                    dbName=r.DB_NAME,
-                    owner=r.OWNER,
-                    createTime=r.CREATE_TIME,
-                    lastAccessTime=r.LAST_ACCESS_TIME,
-                    retention=r.RETENTION,
-                    sd=_sd_from_row(tuple(r)[-_N_SD:], ch, cache),
-                    partitionKeys=[
-                        FieldSchema(name=k, type=v, comment=c)
-                        for _, k, v, c in ch.ordered(PART_KEY, r.TBL_ID)
-                    ],
-                    parameters=ch.params.get((TABLE_PARAM, r.TBL_ID), {}),
-                    viewOriginalText=r.VIEW_ORIGINAL_TEXT,
-                    viewExpandedText=r.VIEW_EXPANDED_TEXT,
-                    tableType=r.TBL_TYPE,
-                    temporary=False,
-                    rewriteEnabled=bool(r.IS_REWRITE_ENABLED),
-                    catName=r.CTLG_NAME,
-                    ownerType=r.OWNER_TYPE if r.OWNER_TYPE is not None else PrincipalType.USER,
-                    writeId=r.WRITE_ID,
-                    id=r.TBL_ID,
-                ),
-            )
-        )
-    return out
+    return [(r.TBL_ID, _table(r, ch, cache)) for r in base]
+
+
+def load_table_by_name(conn: sa.Connection, cat: str, db: str, tbl: str) -> Table | None:
+    """One table by catalog, database and (lower-case) name, or None: one statement, so ``conn``
+    may be in autocommit mode (see :meth:`hivemesh.storage.sql.SqlStore.read_statement`)."""
+    found = fetch_tuples(conn, _TABLE_WITH_CHILDREN, {"cat": cat, "db": db, "tbl": tbl})
+    if not found:
+        return None
+    base = _TableRow(*found[0][:_N_TABLE])
+    ch = _Children(None, rows=[r[_N_TABLE:] for r in found if r[_N_TABLE] is not None])
+    return _table(base, ch, {})
+
+
+def _table(r: Any, ch: _Children, cache: dict[int, list[FieldSchema]]) -> Table:
+    """A Table from a :data:`_TABLE_BASE` row (by attribute) and its child rows."""
+    return Table(
+        tableName=r.TBL_NAME,
+        dbName=r.DB_NAME,
+        owner=r.OWNER,
+        createTime=r.CREATE_TIME,
+        lastAccessTime=r.LAST_ACCESS_TIME,
+        retention=r.RETENTION,
+        sd=_sd_from_row(tuple(r)[-_N_SD:], ch, cache),
+        partitionKeys=[
+            FieldSchema(name=k, type=v, comment=c) for _, k, v, c in ch.ordered(PART_KEY, r.TBL_ID)
+        ],
+        parameters=ch.params.get((TABLE_PARAM, r.TBL_ID), {}),
+        viewOriginalText=r.VIEW_ORIGINAL_TEXT,
+        viewExpandedText=r.VIEW_EXPANDED_TEXT,
+        tableType=r.TBL_TYPE,
+        temporary=False,
+        rewriteEnabled=bool(r.IS_REWRITE_ENABLED),
+        catName=r.CTLG_NAME,
+        ownerType=r.OWNER_TYPE if r.OWNER_TYPE is not None else PrincipalType.USER,
+        writeId=r.WRITE_ID,
+        id=r.TBL_ID,
+    )
 
 
 def _partitions(
@@ -533,10 +586,11 @@ def load_table_partitions(
     conn: sa.Connection, db_name: str, tbl_name: str, cat_name: str, tbl_id: int
 ) -> list[Partition]:
     """Every partition of a table, ordered by PART_NAME, in two queries without id lists."""
-    base = conn.execute(_PART_BASE_OF_TABLE, {"tbl_id": tbl_id}).all()
+    base = fetch_tuples(conn, _PART_BASE_OF_TABLE, {"tbl_id": tbl_id})
     if not base:
         return []
-    ch = _Children(conn, _PART_CHILDREN_OF_TABLE, {"tbl_id": tbl_id, "cd_ids": _cd_ids(base)})
+    cd_ids = list({r[_PART_CD] for r in base if r[_PART_CD] is not None})
+    ch = _Children(conn, _PART_CHILDREN_OF_TABLE, {"tbl_id": tbl_id, "cd_ids": cd_ids})
     return _partitions(base, ch, db_name, tbl_name, cat_name, {})
 
 
@@ -552,13 +606,13 @@ def load_partitions(
     cache: dict[int, list[FieldSchema]] = {}
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start : start + CHUNK]
-        base = conn.execute(_PART_BASE, {"part_ids": chunk}).all()
+        base = fetch_tuples(conn, _PART_BASE, {"part_ids": chunk})
         ch = _Children(
             conn,
             _PART_CHILDREN,
             {
-                "sd_ids": [r.sd_id for r in base if r.sd_id is not None],
-                "cd_ids": _cd_ids(base),
+                "sd_ids": [r[_PART_CD - 1] for r in base if r[_PART_CD - 1] is not None],
+                "cd_ids": list({r[_PART_CD] for r in base if r[_PART_CD] is not None}),
                 "part_ids": chunk,
             },
         )

@@ -294,11 +294,11 @@ class TableMixin(CatalogBase):
         """Raises NoSuchObjectException ("db.t table not found")."""
         cat, db = self.db_name(dbname)
         tbl = (tbl_name or "").lower()
-        with self.read() as conn:
-            found = rows.load_tables(conn, stmt=rows.TABLE_BY_NAME, params={"cat": cat, "db": db, "tbl": tbl})
-        if not found:
+        with self.read_statement() as conn:
+            found = rows.load_table_by_name(conn, cat, db, tbl)
+        if found is None:
             raise NoSuchObjectException(f"{db}.{tbl} table not found")
-        return found[0][1]
+        return found
 
     def get_table_req(self, req: Any) -> GetTableResult:
         """Hive 3/4 GetTableRequest form of :meth:`get_table`."""
@@ -333,7 +333,7 @@ class TableMixin(CatalogBase):
 
     def _table_names(self, db: str, pattern: str | None, ttype: str | None = None) -> list[str]:
         cat, dbn = self.db_name(db)
-        with self.read() as conn:
+        with self.read_statement() as conn:
             q = (
                 sa.select(TBLS.c.TBL_NAME, TBLS.c.TBL_TYPE)
                 .select_from(TBLS.join(DBS, TBLS.c.DB_ID == DBS.c.DB_ID))
@@ -359,7 +359,7 @@ class TableMixin(CatalogBase):
     def get_table_meta(self, db_patterns: str, tbl_patterns: str, tbl_types: list[str]) -> list[TableMeta]:
         """TableMeta (db, name, type, comment) of tables matching the patterns and types."""
         cat, db_pat = parse_db_name(db_patterns) if db_patterns else ("hive", None)
-        with self.read() as conn:
+        with self.read_statement() as conn:
             q = (
                 sa.select(DBS.c.NAME, TBLS.c.TBL_NAME, TBLS.c.TBL_TYPE, TABLE_PARAMS.c.PARAM_VALUE)
                 .select_from(

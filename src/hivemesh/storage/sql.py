@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -220,6 +221,39 @@ def _sqlite_on_begin(conn: sa.Connection) -> None:
     conn.exec_driver_sql(f"BEGIN {conn.info.get('begin_mode', 'DEFERRED')}")
 
 
+IDLE_PING_S = 2.0
+"""A pooled PostgreSQL connection unused for longer than this (seconds) is pinged before use."""
+
+
+def ping_when_idle(engine: sa.Engine, idle_s: float = IDLE_PING_S) -> None:
+    """Ping a pooled connection at checkout only when it sat idle for more than ``idle_s`` seconds.
+
+    SQLAlchemy's ``pool_pre_ping`` pings on every checkout: one more round trip on every call, most
+    of a single-object call's time on a busy server. A connection back in the pool moments ago is
+    alive as far as a ping can tell, so only idle ones are checked; a dead one is replaced (the
+    pool's own retry on ``DisconnectionError``). A database that restarts while a connection is
+    busy or just returned still fails that connection's next statement once; SQLAlchemy then
+    recycles the whole pool, so the calls after it reconnect.
+    """
+
+    @sa.event.listens_for(engine, "checkin")
+    def _checkin(_dbapi_conn: Any, record: Any) -> None:
+        record.info["returned_at"] = time.monotonic()
+
+    @sa.event.listens_for(engine, "checkout")
+    def _checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        returned = record.info.get("returned_at")
+        if returned is None or time.monotonic() - returned <= idle_s:
+            return  # just connected, or back in the pool moments ago
+        try:
+            alive = engine.dialect.do_ping(dbapi_conn)
+        except Exception as e:
+            log.info("pooled connection to %s is gone (%s); reconnecting", engine.url.host, e)
+            raise sa.exc.DisconnectionError() from e
+        if alive is False:
+            raise sa.exc.DisconnectionError()
+
+
 class SqlStore:
     """A SQL database at a SQLAlchemy URL whose schema is the Alembic scripts in ``migrations``.
 
@@ -283,13 +317,14 @@ class SqlStore:
                 "pool_size": pool_size,
                 "max_overflow": pool_size,
                 "pool_timeout": 60,
-                "pool_pre_ping": True,
                 **(postgresql_pool or {}),
             }
             self.engine = sa.create_engine(self.url, isolation_level="READ COMMITTED", **options)
+            ping_when_idle(self.engine)
             self.read_engine = self.engine
             if read_isolation is not None:
                 self.read_engine = sa.create_engine(self.url, isolation_level=read_isolation, **options)
+                ping_when_idle(self.read_engine)
         if migrate:
             self.upgrade()
 
@@ -373,6 +408,19 @@ class SqlStore:
     def read(self) -> Iterator[sa.Connection]:
         """A connection in a read transaction (on PostgreSQL at ``read_isolation`` when given)."""
         with self._read_lock or nullcontext(), self.read_engine.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def read_statement(self) -> Iterator[sa.Connection]:
+        """A connection for a read made of a single statement, which reads one snapshot by itself:
+        on PostgreSQL in autocommit mode, so no BEGIN and COMMIT round trips surround it (the
+        statement is then the call's only round trip); on SQLite the same as :meth:`read`."""
+        if self.dialect == "sqlite":
+            with self.read() as conn:
+                yield conn
+            return
+        with self.read_engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT")
             yield conn
 
     def dispose(self) -> None:
