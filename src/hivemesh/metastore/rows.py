@@ -402,7 +402,7 @@ def fetch_tuples(conn: sa.Connection, stmt: Any, params: dict[str, Any]) -> list
         result.close()
 
 
-class _Children:
+class Children:
     """Child rows grouped by kind and owner."""
 
     def __init__(
@@ -435,7 +435,7 @@ _N_SD = len(_SD_FIELDS)
 
 
 def _sd_from_row(
-    f: Sequence[Any], ch: _Children, cols_cache: dict[int, list[FieldSchema]]
+    f: Sequence[Any], ch: Children, cols_cache: dict[int, list[FieldSchema]]
 ) -> StorageDescriptor | None:
     """A StorageDescriptor from the :data:`_SD_FIELDS` values of a row (a tuple, by position: rows
     of thousands of partitions are read by index, several times faster than by name)."""
@@ -487,7 +487,7 @@ def load_sds(conn: sa.Connection, sd_ids: Sequence[int]) -> dict[int, StorageDes
     base = conn.execute(_SD_BASE, {"sd_ids": ids}).all()
     if not base:
         return {}
-    ch = _Children(conn, _SD_CHILDREN, {"sd_ids": ids, "cd_ids": _cd_ids(base)})
+    ch = Children(conn, _SD_CHILDREN, {"sd_ids": ids, "cd_ids": _cd_ids(base)})
     cache: dict[int, list[FieldSchema]] = {}
     return {r[0]: _sd_from_row(tuple(r), ch, cache) for r in base}
 
@@ -508,7 +508,7 @@ def load_tables(
     base = conn.execute(stmt, params or {}).all()
     if not base:
         return []
-    ch = _Children(
+    ch = Children(
         conn,
         _TABLE_CHILDREN,
         {
@@ -528,11 +528,11 @@ def load_table_by_name(conn: sa.Connection, cat: str, db: str, tbl: str) -> Tabl
     if not found:
         return None
     base = _TableRow(*found[0][:_N_TABLE])
-    ch = _Children(None, rows=[r[_N_TABLE:] for r in found if r[_N_TABLE] is not None])
+    ch = Children(None, rows=[r[_N_TABLE:] for r in found if r[_N_TABLE] is not None])
     return _table(base, ch, {})
 
 
-def _table(r: Any, ch: _Children, cache: dict[int, list[FieldSchema]]) -> Table:
+def _table(r: Any, ch: Children, cache: dict[int, list[FieldSchema]]) -> Table:
     """A Table from a :data:`_TABLE_BASE` row (by attribute) and its child rows."""
     return Table(
         tableName=r.TBL_NAME,
@@ -559,7 +559,7 @@ def _table(r: Any, ch: _Children, cache: dict[int, list[FieldSchema]]) -> Table:
 
 
 def _partitions(
-    base: Sequence[Any], ch: _Children, db: str, tbl: str, cat: str, cache: dict
+    base: Sequence[Any], ch: Children, db: str, tbl: str, cat: str, cache: dict
 ) -> list[Partition]:
     out = []
     params = ch.params
@@ -582,15 +582,22 @@ def _partitions(
     return out
 
 
+def table_partition_rows(conn: sa.Connection, tbl_id: int) -> tuple[list[tuple[Any, ...]], Children]:
+    """The rows of every partition of a table, ordered by PART_NAME: the base rows
+    (``PART_ID, CREATE_TIME, LAST_ACCESS_TIME, WRITE_ID``, then the storage descriptor's fields)
+    and their child rows; two queries without id lists."""
+    base = fetch_tuples(conn, _PART_BASE_OF_TABLE, {"tbl_id": tbl_id})
+    if not base:
+        return [], Children(None)
+    cd_ids = list({r[_PART_CD] for r in base if r[_PART_CD] is not None})
+    return base, Children(conn, _PART_CHILDREN_OF_TABLE, {"tbl_id": tbl_id, "cd_ids": cd_ids})
+
+
 def load_table_partitions(
     conn: sa.Connection, db_name: str, tbl_name: str, cat_name: str, tbl_id: int
 ) -> list[Partition]:
-    """Every partition of a table, ordered by PART_NAME, in two queries without id lists."""
-    base = fetch_tuples(conn, _PART_BASE_OF_TABLE, {"tbl_id": tbl_id})
-    if not base:
-        return []
-    cd_ids = list({r[_PART_CD] for r in base if r[_PART_CD] is not None})
-    ch = _Children(conn, _PART_CHILDREN_OF_TABLE, {"tbl_id": tbl_id, "cd_ids": cd_ids})
+    """Every partition of a table, ordered by PART_NAME (see :func:`table_partition_rows`)."""
+    base, ch = table_partition_rows(conn, tbl_id)
     return _partitions(base, ch, db_name, tbl_name, cat_name, {})
 
 
@@ -607,7 +614,7 @@ def load_partitions(
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start : start + CHUNK]
         base = fetch_tuples(conn, _PART_BASE, {"part_ids": chunk})
-        ch = _Children(
+        ch = Children(
             conn,
             _PART_CHILDREN,
             {
