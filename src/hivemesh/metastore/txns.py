@@ -184,7 +184,6 @@ class TxnMixin(CatalogBase):
         if n <= 0:
             raise MetaException(f"Invalid input for number of txns: {n}")
         n = min(n, MAX_OPEN_BATCH)
-        ts = now_ms()
         txn_type = rqst.txn_type if rqst.txn_type is not None else TxnType.DEFAULT
         if policy and src_ids:
             txn_type = TxnType.REPL_CREATED
@@ -206,6 +205,9 @@ class TxnMixin(CatalogBase):
                     if tgt is not None:
                         known[src] = tgt
             new_ids = self._take_txn_ids(c, n - len(known)) if n > len(known) else []
+            # after waiting for the NEXT_TXN_ID row lock: a txn opened while writers queued there
+            # would otherwise reach its client with part of its timeout already gone
+            ts = now_ms()
             min_open = c.execute(
                 sa.select(sa.func.min(TXNS.c.TXN_ID)).where(TXNS.c.TXN_STATE == OPEN)
             ).scalar()
