@@ -1,6 +1,7 @@
 """What every hivemesh benchmark does around its measurements: the common options, choosing the
-servers (hivemesh on SQLite, on PostgreSQL, the real HMS 2.3.10), the banner with the machine's
-load, running each server's part with failures reported, and the closing line."""
+servers (hivemesh on SQLite, on PostgreSQL, the real HMS 2.3.10; a benchmark may add its own, as
+bench/metastore.py adds Hive 4), the banner with the machine's load, running each server's part
+with failures reported, and the closing line."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import shutil
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,17 @@ SERVERS = ("sqlite", "postgres", "java")
 NOT_SELECTED = "not selected (--only)"
 
 
-def add_common_options(ap: argparse.ArgumentParser, quick_help: str) -> None:
-    """``--quick``, ``--only``, ``--json``, ``--java-opts`` and ``--keep``."""
+def add_common_options(
+    ap: argparse.ArgumentParser, quick_help: str, servers: Sequence[str] = SERVERS
+) -> None:
+    """``--quick``, ``--only`` (default: every one of ``servers``), ``--json``, ``--java-opts`` and
+    ``--keep``."""
     ap.add_argument("--quick", action="store_true", help=quick_help)
-    ap.add_argument("--only", default=",".join(SERVERS), help="comma-separated: sqlite,postgres,java")
+    ap.add_argument("--only", default=",".join(servers), help=f"comma-separated: {','.join(servers)}")
     ap.add_argument("--json", dest="json_out", type=Path, help="also write the results as JSON here")
-    ap.add_argument("--java-opts", default="", help="extra JVM options for the real HMS, e.g. -Xmx1g")
+    ap.add_argument(
+        "--java-opts", default="", help="extra JVM options for the real Java metastore(s), e.g. -Xmx1g"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, SQLite file)")
 
 
@@ -35,24 +41,35 @@ def skipped_servers(
     only_arg: str,
     pg_available: Callable[[], bool],
     java_available: Callable[[], bool],
+    servers: Sequence[str] = SERVERS,
+    other_checks: Mapping[str, Callable[[], str | None]] | None = None,
 ) -> dict[str, str]:
     """Server -> why it does not run: not in ``--only`` (an unknown name is a usage error), or
-    PostgreSQL / Java missing on this machine."""
+    PostgreSQL / Java missing on this machine. ``servers`` are the names this benchmark knows;
+    ``other_checks`` maps a further server to a check run only when it is selected, which returns
+    why it cannot run here or ``None``."""
     only = [s.strip() for s in only_arg.split(",") if s.strip()]
-    bad = [s for s in only if s not in SERVERS]
+    bad = [s for s in only if s not in servers]
     if bad:
-        ap.error(f"unknown server(s) {bad}; choose from {', '.join(SERVERS)}")
-    skipped = {s: NOT_SELECTED for s in SERVERS if s not in only}
+        ap.error(f"unknown server(s) {bad}; choose from {', '.join(servers)}")
+    skipped = {s: NOT_SELECTED for s in servers if s not in only}
     if "postgres" in only and not pg_available():
-        skipped["postgres"] = "no PostgreSQL answers at 127.0.0.1:5432 (set HIVEMESH_TEST_PG)"
+        skipped["postgres"] = (
+            "no PostgreSQL: neither HIVEMESH_TEST_PG nor a private cluster (Debian's postgresql package)"
+        )
     if "java" in only and not java_available():
         skipped["java"] = "needs Java 17+ on PATH and the PySpark wheel's Hive 2.3 jars"
+    for s, check in (other_checks or {}).items():
+        if s in only:
+            why = check()
+            if why is not None:
+                skipped[s] = why
     return skipped
 
 
-def wide_console() -> Console:
-    """A console at least 150 columns wide (the result tables need it)."""
-    return Console(width=max(Console().width, 150), highlight=False)
+def wide_console(min_width: int = 150) -> Console:
+    """A console at least ``min_width`` columns wide (the result tables need it)."""
+    return Console(width=max(Console().width, min_width), highlight=False)
 
 
 def print_banner(
@@ -79,8 +96,9 @@ def run_servers(
     workdir_prefix: str,
     keep: bool,
     bench_one: Callable[[str, Path], dict[str, Any]],
+    servers: Sequence[str] = SERVERS,
 ) -> tuple[dict[str, Any], bool]:
-    """Run ``bench_one(server, workdir)`` for each selected server in turn; a failure is printed
+    """Run ``bench_one(server, workdir)`` for each selected one of ``servers`` in turn; a failure is printed
     with its traceback and recorded as ``{"error": ...}``, and so is a result holding a section
     ``{"error": ...}``. Returns the results and whether anything failed. The work directory is
     removed unless ``keep`` or something failed."""
@@ -88,7 +106,7 @@ def run_servers(
     results: dict[str, Any] = {}
     failed = False
     try:
-        for s in SERVERS:
+        for s in servers:
             if s in skipped:
                 continue
             console.print(f"[bold]{labels[s]}[/bold]")

@@ -45,7 +45,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # for tests.support and bench.metastore
 
 from bench import runner  # noqa: E402
-from bench.metastore import LABELS, SERVERS, Server, _pg_available  # noqa: E402
+from bench.metastore import LABELS, Server, _pg_available  # noqa: E402
 from bench.metastore import start_server as start_hivemesh  # noqa: E402
 from hive_metastore.ttypes import (  # noqa: E402
     AbortTxnRequest,
@@ -74,6 +74,7 @@ from tests.support.javahms import JavaHMS, java_available, pyspark_jars_dir  # n
 from tests.support.servers import ThriftClient  # noqa: E402
 from thrift.Thrift import TApplicationException  # noqa: E402
 
+SERVERS = runner.SERVERS  # hivemesh on SQLite and PostgreSQL, HMS 2.3.10 (bench/metastore.py adds Hive 4)
 DB = "txnbench"
 USER = "bench"
 HOST = platform.node() or "localhost"

@@ -82,7 +82,7 @@ def test_quick_sqlite_run_prints_the_table(tmp_path: Path) -> None:
 
     doc = json.loads(out_json.read_text(encoding="utf-8"))
     sqlite = doc["servers"]["sqlite"]
-    assert set(doc["skipped"]) == {"postgres", "java"}
+    assert set(doc["skipped"]) == {"postgres", "java", "hive4"}
     for key in sqlite["ops"]:
         assert sqlite["ops"][key]["mean_ms"] > 0 and sqlite["ops"][key]["n"] > 0
     assert sqlite["concurrency"]["ops"] > 0

@@ -12,6 +12,7 @@ housekeeping pass runs at a time across processes.
 from __future__ import annotations
 
 import random
+import re
 import signal
 import threading
 import time
@@ -215,3 +216,17 @@ def test_sigterm_stops_every_worker(pg_url: str, tmp_path: Path) -> None:
     assert proc.stop() == 0
     gone, alive = psutil.wait_procs(kids, timeout=10)
     assert not alive
+
+
+def test_pools_larger_than_max_connections_are_warned_about(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2 workers x (250 + 4) connections exceed the test server's max_connections (400 for the
+    private cluster the tests start)."""
+    monkeypatch.setenv("HIVEMESH_METASTORE_DB_POOL_SIZE", "250")
+    log = tmp_path / "metastore.log"
+    with HivemeshProcess(pg_url, tmp_path / "wh", log, extra_args=["--workers", "2", "--log-level", "INFO"]):
+        pass
+    text = log.read_text(encoding="utf-8")
+    assert "2 workers x (db_pool_size 250 + 4) = 508 PostgreSQL connections at most" in text, text[-2000:]
+    assert re.search(r"above the server's max_connections \d+", text)

@@ -85,6 +85,13 @@ def main() -> None:
     default=None,
     help="Processes serving the port.  [default: the CPU count on PostgreSQL, 1 on SQLite]",
 )
+@click.option(
+    "--db-pool-size",
+    type=int,
+    default=None,
+    help="PostgreSQL connections each process keeps open (plus up to 4 under load).  "
+    "[default: 12, fewer when workers x (size + 4) would pass 80]",
+)
 @click.option("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR.  [default: INFO]")
 @click.option("--log-format", default=None, help="text, or json (one object per log line).  [default: text]")
 @click.option("--framed/--unframed", default=None, help="Framed Thrift transport.  [default: unframed]")

@@ -116,6 +116,15 @@ class MetastoreConfig(ServerSecurity):
         description="processes serving the port (one listening socket, the kernel spreading "
         "connections); unset: the CPU count on PostgreSQL, 1 on SQLite (whose writers queue anyway)",
     )
+    db_pool_size: int | None = Field(
+        None,
+        ge=1,
+        le=500,
+        description="PostgreSQL connections each metastore process keeps open, plus up to 4 more under "
+        "load; workers x (db_pool_size + 4) must fit the server's max_connections (PostgreSQL's "
+        "default: 100; a warning at start says when it may not). Calls beyond it wait for a "
+        "connection. Unset: 12, fewer when needed to keep workers x (db_pool_size + 4) within 80",
+    )
     log_level: LogLevel = "INFO"
     log_format: LogFormat = Field(
         "text", description="log lines on stderr: text, or json (one object per line)"
@@ -164,6 +173,14 @@ class MetastoreConfig(ServerSecurity):
         if self.workers is not None:
             return self.workers
         return 1 if self.db.startswith("sqlite:") else max(1, os.cpu_count() or 1)
+
+    @property
+    def effective_db_pool_size(self) -> int:
+        """``db_pool_size``, or its default: 12, fewer so that all workers' pools open at most 80
+        PostgreSQL connections (at least 2 each)."""
+        if self.db_pool_size is not None:
+            return self.db_pool_size
+        return max(2, min(12, 80 // self.effective_workers - 4))
 
     @field_validator("db")
     @classmethod

@@ -95,7 +95,7 @@ class MetastoreService:
             except KerberosError as e:
                 raise StartupError(str(e)) from e
         try:
-            self.store = Store(self.cfg.db)
+            self.store = Store(self.cfg.db, pool_size=self.cfg.effective_db_pool_size)
         except SchemaTooNewError as e:
             raise StartupError(
                 f"the metadata store's schema ({e.url}) is at revision {e.current}, newer than this "

@@ -28,7 +28,7 @@ from types import FrameType
 
 from hivemesh.config import MetastoreConfig
 from hivemesh.metastore.service import MetastoreService, StartupError, run_forever
-from hivemesh.metastore.store import Store
+from hivemesh.metastore.store import PG_OVERFLOW, Store
 from hivemesh.storage.sql import SchemaTooNewError
 from hivemesh.thrift.server import listen_socket, tune_gc
 
@@ -137,11 +137,30 @@ def _describe(status: int) -> str:
     return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
+def _check_connections(store: Store, cfg: MetastoreConfig, n: int) -> None:
+    """Warn when ``n`` workers' pools may open more PostgreSQL connections than the server allows."""
+    if store.dialect != "postgresql":
+        return
+    with store.read() as conn:
+        allowed = int(conn.exec_driver_sql("SHOW max_connections").scalar_one())
+    pool = cfg.effective_db_pool_size
+    most = n * (pool + PG_OVERFLOW)
+    if most > allowed:
+        log.warning(
+            "%d workers x (db_pool_size %d + %d) = %d PostgreSQL connections at most, above the "
+            "server's max_connections %d (shared with its other clients): lower db_pool_size or "
+            "workers, or raise max_connections",
+            n, pool, PG_OVERFLOW, most, allowed,
+        )  # fmt: skip
+
+
 def run_workers(cfg: MetastoreConfig, n: int) -> int:
     """Upgrade the schema, bind, fork ``n`` workers, keep them running until SIGTERM/SIGINT;
     prints ``hivemesh metastore listening on HOST:PORT (N workers)`` when bound."""
     try:
-        Store(cfg.db).dispose()  # one schema upgrade, before any worker opens the store
+        store = Store(cfg.db, pool_size=1)  # one schema upgrade, before any worker opens the store
+        _check_connections(store, cfg, n)
+        store.dispose()
     except SchemaTooNewError as e:
         log.error("%s", e)
         return 2
