@@ -29,7 +29,7 @@ from hivemesh.client.metastore import TRANSPORT_ERRORS, MetastoreClient, lock_co
 from hivemesh.metastore.housekeeper import HOUSEKEEPING_LOCK
 from hivemesh.metastore.store import Store
 from tests.conftest import pg_database
-from tests.support.servers import HivemeshProcess
+from tests.support.servers import HivemeshProcess, client_connections, worker_pids
 
 CLIENTS = 16
 TABLES = [f"t{i}" for i in range(4)]
@@ -51,20 +51,6 @@ def workers(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[H
         yield proc
 
 
-def _children(proc: HivemeshProcess) -> list[int]:
-    assert proc.proc is not None
-    return sorted(c.pid for c in psutil.Process(proc.proc.pid).children())
-
-
-def _client_connections(pid: int, port: int) -> int:
-    """Established connections a worker process serves on ``port``."""
-    return sum(
-        1
-        for conn in psutil.Process(pid).net_connections(kind="tcp")
-        if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_ESTABLISHED
-    )
-
-
 def _wait_for(what: str, check: object, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():  # type: ignore[operator]
@@ -74,7 +60,7 @@ def _wait_for(what: str, check: object, timeout: float = 20.0) -> None:
 
 
 def test_workers_keep_every_invariant_while_one_is_killed(workers: HivemeshProcess, tmp_path: Path) -> None:
-    _wait_for("three workers", lambda: len(_children(workers)) == 3)
+    _wait_for("three workers", lambda: len(worker_pids(workers)) == 3)
     with MetastoreClient(workers.uri) as c:
         c.raw.create_database(Database(name="w", locationUri=str(tmp_path / "w.db")))
         for t in TABLES:
@@ -149,14 +135,14 @@ def test_workers_keep_every_invariant_while_one_is_killed(workers: HivemeshProce
     for t in threads:
         t.start()
     time.sleep(KILL_AT_S)
-    before = _children(workers)
-    served = {pid: _client_connections(pid, workers.port) for pid in before}
+    before = worker_pids(workers)
+    served = {pid: client_connections(pid, workers.port) for pid in before}
     victim = max(served, key=lambda pid: served[pid])  # the worker serving the most clients
     txns_at_kill = len(txn_ids)
     psutil.Process(victim).send_signal(signal.SIGKILL)
     _wait_for(
         "the killed worker to be replaced",
-        lambda: len(_children(workers)) == 3 and victim not in _children(workers),
+        lambda: len(worker_pids(workers)) == 3 and victim not in worker_pids(workers),
     )
     time.sleep(max(0.0, RUN_S - KILL_AT_S))
     stop.set()
@@ -209,8 +195,8 @@ def test_sigterm_stops_every_worker(pg_url: str, tmp_path: Path) -> None:
         pg_url, tmp_path / "wh", tmp_path / "ms.log", extra_args=["--workers", "2"]
     ).start()
     assert proc.proc is not None
-    _wait_for("two workers", lambda: len(_children(proc)) == 2)
-    kids = [psutil.Process(p) for p in _children(proc)]
+    _wait_for("two workers", lambda: len(worker_pids(proc)) == 2)
+    kids = [psutil.Process(p) for p in worker_pids(proc)]
     with MetastoreClient(proc.uri) as c:
         assert "default" in c.raw.get_all_databases()
     assert proc.stop() == 0

@@ -75,7 +75,7 @@ from hivemesh.acid.streaming import StreamingConnection, StreamingError
 from hivemesh.acid.tables import create_transactional_table
 from hivemesh.client.metastore import TRANSPORT_ERRORS, LockTimeoutError, MetastoreClient, lock_component
 from tests.conftest import pg_database
-from tests.support.servers import HivemeshProcess
+from tests.support.servers import HivemeshProcess, client_connections, worker_pids
 
 SEED = int(os.environ.get("HIVEMESH_RANDOM_SEED") or random.SystemRandom().randrange(2**32))
 PROCESSES = 4
@@ -625,20 +625,6 @@ def workers(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[H
         yield proc
 
 
-def _children(proc: HivemeshProcess) -> list[int]:
-    assert proc.proc is not None
-    return sorted(c.pid for c in psutil.Process(proc.proc.pid).children())
-
-
-def _client_connections(pid: int, port: int) -> int:
-    """Established connections a worker process serves on ``port``."""
-    return sum(
-        1
-        for conn in psutil.Process(pid).net_connections(kind="tcp")
-        if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_ESTABLISHED
-    )
-
-
 def _wait_for(what: str, check: Callable[[], bool], timeout: float = DEADLINE_S) -> None:
     deadline = now() + timeout
     while not check():
@@ -953,7 +939,7 @@ def test_random_workload_keeps_every_invariant_while_a_worker_is_killed(
 ) -> None:
     print(f"HIVEMESH_RANDOM_SEED={SEED}")
     tag = f"[seed {SEED}]"
-    _wait_for("three workers", lambda: len(_children(workers)) == 3)
+    _wait_for("three workers", lambda: len(worker_pids(workers)) == 3)
     with MetastoreClient(workers.uri) as c:
         c.raw.create_database(Database(name=DB, locationUri=str(tmp_path / f"{DB}.db")))
         for t in LOCK_TABLES:
@@ -992,8 +978,8 @@ def test_random_workload_keeps_every_invariant_while_a_worker_is_killed(
         go.set()
         started = now()
         time.sleep(KILL_AT_S)
-        before = _children(workers)
-        served = {pid: _client_connections(pid, workers.port) for pid in before}
+        before = worker_pids(workers)
+        served = {pid: client_connections(pid, workers.port) for pid in before}
         victim = max(served, key=lambda pid: served[pid])
         psutil.Process(victim).send_signal(signal.SIGSTOP)  # calls pile up in it, unanswered
         time.sleep(FREEZE_S)
@@ -1001,7 +987,7 @@ def test_random_workload_keeps_every_invariant_while_a_worker_is_killed(
         killed = now()
         _wait_for(
             "the killed worker to be replaced",
-            lambda: len(_children(workers)) == 3 and victim not in _children(workers),
+            lambda: len(worker_pids(workers)) == 3 and victim not in worker_pids(workers),
         )
         replaced = now()
         time.sleep(max(0.0, started + RUN_S - now()))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
+import psutil
 from hive_metastore import ThriftHiveMetastore
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
@@ -153,3 +154,18 @@ class ThriftClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def worker_pids(proc: HivemeshProcess) -> list[int]:
+    """Process ids of a ``hivemesh metastore --workers N`` process's workers (its children)."""
+    assert proc.proc is not None
+    return sorted(c.pid for c in psutil.Process(proc.proc.pid).children())
+
+
+def client_connections(pid: int, port: int) -> int:
+    """Established TCP connections process ``pid`` serves on ``port``."""
+    return sum(
+        1
+        for conn in psutil.Process(pid).net_connections(kind="tcp")
+        if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_ESTABLISHED
+    )
