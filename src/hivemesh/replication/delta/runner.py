@@ -377,6 +377,7 @@ class DeltaPolicyRunner:
         """The partitions to sync (all when ``names`` is None, then ``complete``)."""
 
         def units(location: str | None) -> list[Any]:
+            """The files under ``location`` to copy (plain files, or the snapshot's ACID files)."""
             if not location:
                 return []
             fs, root = self.source_storage.resolve(location)
