@@ -46,17 +46,21 @@ class DatabaseMixin(CatalogBase):
         """``<warehouse>/<name>.db``; the warehouse root itself for ``default`` (as Hive)."""
         return self.warehouse if name == DEFAULT_DB else storage.join_location(self.warehouse, f"{name}.db")
 
-    def _to_database(self, conn: sa.Connection, row: Any, params: dict[str, str] | None = None) -> Database:
-        """A Database from its DBS ``row``; ``params``: its parameters when already read."""
-        if params is None:
-            params = {
-                k: v or ""
-                for k, v in conn.execute(
-                    sa.select(DATABASE_PARAMS.c.PARAM_KEY, DATABASE_PARAMS.c.PARAM_VALUE).where(
-                        DATABASE_PARAMS.c.DB_ID == row.DB_ID
-                    )
+    def _to_database(self, conn: sa.Connection, row: sa.Row) -> Database:
+        """A Database from its DBS ``row``, its parameters read on ``conn``."""
+        params = {
+            k: v or ""
+            for k, v in conn.execute(
+                sa.select(DATABASE_PARAMS.c.PARAM_KEY, DATABASE_PARAMS.c.PARAM_VALUE).where(
+                    DATABASE_PARAMS.c.DB_ID == row.DB_ID
                 )
-            }
+            )
+        }
+        return self._database(row, params)
+
+    @staticmethod
+    def _database(row: Any, params: dict[str, str]) -> Database:
+        """A Database from its DBS ``row`` and its parameters."""
         return Database(
             name=row.NAME,
             description=row.DESC,
@@ -125,7 +129,7 @@ class DatabaseMixin(CatalogBase):
         if not found:
             self.db_row_missing(cat, db)
         params = {r.param_key: r.param_value or "" for r in found if r.param_key is not None}
-        return self._to_database(conn, found[0], params)
+        return self._database(found[0], params)
 
     def get_database_req(self, request: GetDatabaseRequest) -> Database:
         """Hive 4 GetDatabaseRequest form of :meth:`get_database`."""

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hive_metastore import ThriftHiveMetastore
-from hive_metastore.ttypes import FieldSchema, Order, Partition, SerDeInfo, SkewedInfo, StorageDescriptor
+from hive_metastore.ttypes import FieldSchema, Order, Partition, SerDeInfo, StorageDescriptor
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.Thrift import TType
 from thrift.transport.TTransport import TMemoryBuffer
@@ -50,13 +50,13 @@ def _string(s: str) -> bytes:
     return _I32(len(b)) + b
 
 
-def _string_list(values: Sequence[str]) -> bytes:
-    return b"".join([struct.pack(">bi", TType.STRING, len(values)), *map(_string, values)])
-
-
 def list_header(element_type: int, size: int) -> bytes:
     """A binary-protocol list header: element type byte and i32 size."""
     return struct.pack(">bi", element_type, size)
+
+
+def _string_list(values: Sequence[str]) -> bytes:
+    return b"".join([list_header(TType.STRING, len(values)), *map(_string, values)])
 
 
 def _encoded(obj: Any) -> bytes:
@@ -87,9 +87,7 @@ _SD_SERDE = _header(StorageDescriptor, "serdeInfo")
 _SD_BUCKET_COLS = _header(StorageDescriptor, "bucketCols")
 _SD_SORT_COLS = _header(StorageDescriptor, "sortCols")
 _SD_PARAMS = _header(StorageDescriptor, "parameters")
-_SD_SKEW = _header(StorageDescriptor, "skewedInfo") + _encoded(
-    SkewedInfo(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={})
-)
+_SD_SKEW = _header(StorageDescriptor, "skewedInfo") + _encoded(rows.NO_SKEW)
 _SD_SUBDIRS = _header(StorageDescriptor, "storedAsSubDirectories")
 _SE_FIELDS = [  # SerDeInfo's fields after its parameters, with their positions in a row
     (_header(SerDeInfo, "description"), 11),
@@ -116,12 +114,15 @@ class _Encoder:
         self._serdes: dict[tuple[Any, ...], bytes] = {}
 
     def string(self, s: str) -> bytes:
+        """``s`` as a binary-protocol string (i32 byte length, UTF-8 bytes)."""
         got = self._strings.get(s)
         if got is None:
             got = self._strings[s] = _string(s)
         return got
 
     def string_map(self, d: dict[str, str] | None) -> bytes:
+        """``d`` (None: empty) as a binary-protocol ``map<string,string>``: key and value type
+        bytes, i32 size, then each key and value in ``d``'s order (the library's order)."""
         if not d:
             return _EMPTY_MAP
         key = tuple(d.items())

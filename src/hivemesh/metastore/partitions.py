@@ -115,9 +115,8 @@ class PartitionMixin(CatalogBase):
             log.debug("get_partitions takes the normal path: %s", e)
             return False
         oprot.writeMessageBegin(method, TMessageType.REPLY, seqid)
-        oprot.trans.write(
-            partition_wire.GET_PARTITIONS_SUCCESS + body + b"\x00"
-        )  # get_partitions_result: success, STOP
+        # get_partitions_result: its success field, the list, the struct's STOP
+        oprot.trans.write(partition_wire.GET_PARTITIONS_SUCCESS + body + b"\x00")
         oprot.writeMessageEnd()
         oprot.trans.flush()
         return True

@@ -227,7 +227,8 @@ _SD_FIELDS = [
     SERDES.c.DESERIALIZER_CLASS.label("se_deser"),
     SERDES.c.SERDE_TYPE.label("se_type"),
 ]
-_NO_SKEW = SkewedInfo(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={})
+NO_SKEW = SkewedInfo(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={})
+"""The skew information of every storage descriptor read (skewed columns are not kept); shared."""
 _NULL_TEXT = sa.cast(sa.null(), sa.Text)
 _ZERO = sa.cast(sa.literal(0), sa.Integer)
 
@@ -261,7 +262,7 @@ def stored_sd(sd: StorageDescriptor, cols: list[FieldSchema]) -> StorageDescript
         bucketCols=list(sd.bucketCols or []),
         sortCols=[Order(col=o.col, order=int(o.order)) for o in sd.sortCols or []],
         parameters=stored_params(sd.parameters),
-        skewedInfo=_NO_SKEW,
+        skewedInfo=NO_SKEW,
         storedAsSubDirectories=bool(sd.storedAsSubDirectories),
     )
 
@@ -384,7 +385,7 @@ _PART_CHILDREN_OF_TABLE = sa.union_all(
     _branch(PART_VAL, PARTITION_KEY_VALS.c.PART_ID, PARTITION_KEY_VALS.c.PART_KEY_VAL, _NULL_TEXT, _NULL_TEXT,
             PARTITION_KEY_VALS.c.INTEGER_IDX, PARTITION_KEY_VALS, PARTITION_KEY_VALS.c.TBL_ID == _TBL),
 )  # fmt: skip
-_PART_CD = 5  # position of sd_cd_id in a _PART_SELECT row
+_PART_SD, _PART_CD = 4, 5  # positions of sd_id and sd_cd_id in a _PART_SELECT row
 CHUNK = 5000  # ids per IN list (SQLite allows 32,766 variables per statement)
 
 
@@ -470,7 +471,7 @@ def _sd_from_row(
         bucketCols=[k for _, k, _, _ in ch.ordered(BUCKET, sd_id)],
         sortCols=[Order(col=k, order=int(v)) for _, k, v, _ in ch.ordered(SORT, sd_id)],
         parameters=ch.params.get((SD_PARAM, sd_id), {}),
-        skewedInfo=_NO_SKEW,  # shared: read-only, skewed columns are not kept
+        skewedInfo=NO_SKEW,  # shared: read-only, skewed columns are not kept
         storedAsSubDirectories=bool(subdirs),
     )
 
@@ -618,7 +619,7 @@ def load_partitions(
             conn,
             _PART_CHILDREN,
             {
-                "sd_ids": [r[_PART_CD - 1] for r in base if r[_PART_CD - 1] is not None],
+                "sd_ids": [r[_PART_SD] for r in base if r[_PART_SD] is not None],
                 "cd_ids": list({r[_PART_CD] for r in base if r[_PART_CD] is not None}),
                 "part_ids": chunk,
             },
