@@ -3,7 +3,7 @@
 Usage::
 
     python bench/acid_read.py [--scale 1] [--repeat 3] [--quick] [--keep DIR] [--spark-memory 4g]
-                              [--no-hive-impl] [--rebuild] [--json out.json]
+                              [--no-hive-impl] [--no-trino] [--trino-heap 3G] [--rebuild] [--json out.json]
 
 Data (built once, cached in ``--keep DIR``, default ``<tmp>/hivemesh-bench-acid``):
 
@@ -22,18 +22,39 @@ aggregate (group by ``l_returnflag, l_linestatus``: ``sum(l_quantity)``,
 - the ACID table under the snapshot before the delete (``read_acid(path=..., valid_write_ids=...)``)
   against the plain ORC of all rows;
 - the ACID table as it is, 10% deleted (``read_acid(spark, "bench.lineitem_acid")``) against the
-  plain ORC of the remaining rows;
+  plain ORC of the remaining rows, once with the delete masks broadcast (the default below
+  ``spark.hivemesh.acid.broadcastDeletesBytes``) and once with broadcasting off (the sort-merge
+  join that delete deltas larger than the driver's memory take);
 - with ``spark.sql.orc.impl=hive`` (Spark's Hive ORC reader, row by row), the same ACID reads and
-  the plain read of all rows: the alternative scan path of ``hivemesh.spark.acid_reader``.
+  the plain read of all rows: the alternative scan path of ``hivemesh.spark.acid_reader``;
+- Trino (the ``trino-server`` bundle from Maven Central, Java 24+; ``--no-trino`` skips it), one
+  server per run started with ``tests/support/trino.py``: its own JVM (heap ``--trino-heap``,
+  default 3G) on the same 2 CPUs, with a ``hive`` catalog on the benchmark's metastore. It runs the
+  same two queries in SQL (``count(*)``; Q1's grouping, sums and count) on ``bench.lineitem_acid``
+  as it is, 10% deleted (Trino's own Hive ACID reader, its own txn and write-id snapshot from the
+  metastore, so it sees the delete), and on ``bench.lineitem_plain_90``, an external plain ORC
+  table over the 90% directory that Trino registers (again) on every run. Trino's queries take
+  their turn in the same rounds, after Spark's: one query at a time, never two engines at once.
+  Timed from the client: statement sent to last row received.
 
-The ratio printed is plain time / ACID time (1 = as fast as plain ORC). Every ACID result must
-equal the plain result (counts, and the aggregate rows exactly); a difference fails the run.
+The ACID write (the 4 insert txns, columnar: :class:`hivemesh.acid.orc_columnar.ColumnarInsertWriter`
+behind ``write_bucket_file``) is compared with Spark writing the same rows as plain ORC (speed
+ratio = Spark's time / the ACID write's time; run with ``--rebuild`` to time it again).
+
+The ratios printed are plain time / ACID time (1 = as fast as plain ORC), and for the deleted
+snapshot Trino/hivemesh = Trino's ACID time / ``read_acid``'s time (>1 = hivemesh is faster), and
+Trino's own plain / ACID time. Every ACID result must equal the plain result (counts, and the
+aggregate rows exactly); Trino's must equal Spark's on the same rows (the count exactly; the Q1
+group keys and counts exactly, its decimal sums exactly, or to half a unit in the last place where
+one engine gives fewer decimal places; doubles to a relative 1e-9). A difference, or a Trino query
+that fails, fails the run; a Trino that cannot start is reported and the run goes on without it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import resource
@@ -46,6 +67,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +79,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from bench import runner  # noqa: E402
 from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
 from rich.table import Table as RichTable  # noqa: E402
 
 from hivemesh.acid.files import write_bucket_file  # noqa: E402
@@ -74,6 +97,10 @@ MASTER = "local[2]"
 #: (ArrayIndexOutOfBoundsException in OrcInputFormat.getSargColumnNames: it maps the pushed
 #: columns onto the file's top-level ACID columns), so it runs without filter pushdown.
 HIVE_IMPL = (("spark.sql.orc.impl", "hive"), ("spark.sql.orc.filterPushdown", "false"))
+TRINO_CATALOG = "hm"  # Trino's hive catalog on the benchmark's metastore
+TRINO_PLAIN_TABLE = "lineitem_plain_90"  # Trino's external table over the plain ORC of the 90%
+#: Hive column types that Trino spells differently (the others are spelled alike)
+TRINO_TYPES = {"int": "integer", "string": "varchar"}
 
 #: lineitem as tpchgen-cli writes it (Arrow) -> the Hive column types of the ACID table
 COLUMNS: list[tuple[str, str]] = [
@@ -340,13 +367,18 @@ class JvmMemory:
 
     def rss_peak_mb(self) -> float | None:
         """VmHWM of the JVM process (peak resident set)."""
-        try:
-            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-        except OSError:
-            return None
+        return peak_rss_mb(self.pid)
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """VmHWM of process ``pid`` (its peak resident set), MB; None when it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
         return None
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- queries
@@ -414,13 +446,158 @@ def settings(spark: Any, conf: Sequence[tuple[str, str]]) -> Iterator[None]:
                 spark.conf.set(k, value)
 
 
+# ---------------------------------------------------------------------------------------------- Trino
+def trino_count(server: Any, table: str) -> int:
+    """The ``count()`` query in Trino: ``SELECT count(*)`` of ``table`` (``catalog.schema.name``)."""
+    return int(server.query(f"SELECT count(*) FROM {table}")[0][0])
+
+
+def trino_q1(server: Any, table: str) -> list[tuple[Any, ...]]:
+    """:func:`q1` in Trino SQL (the same grouping, sums and count), its rows sorted as :func:`q1` sorts
+    them. Trino returns the sums as ``decimal(38, s)``, which its Python client gives as ``Decimal``."""
+    rows = server.query(
+        "SELECT l_returnflag, l_linestatus, sum(l_quantity) AS sum_qty, "
+        "sum(l_extendedprice * (1 - l_discount)) AS sum_disc_price, count(*) AS count_order "
+        f"FROM {table} GROUP BY l_returnflag, l_linestatus"
+    )
+    return sorted(tuple(r) for r in rows)
+
+
+#: the queries of :data:`QUERIES`, in Trino: (server, table) -> the result as the Spark query gives it
+TRINO_QUERIES: dict[str, Callable[[Any, str], Any]] = {"count": trino_count, "q1": trino_q1}
+
+
+def sums_close(a: Any, b: Any) -> bool:
+    """Whether two sums are equal up to what their types allow: two decimals (exact in both
+    engines; only a rounding to a coarser result scale may differ) to half a unit in the last
+    place of the coarser of their scales, so at equal scales exactly; anything else (a double)
+    to a relative 1e-9."""
+    if isinstance(a, Decimal) and isinstance(b, Decimal):
+        exponent = max(int(a.as_tuple().exponent), int(b.as_tuple().exponent))
+        return abs(a - b) <= Decimal(1).scaleb(exponent) / 2
+    return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+
+
+def q1_difference(got: Sequence[Sequence[Any]], want: Sequence[Sequence[Any]]) -> str | None:
+    """``None`` when the Q1 rows ``got`` (Trino's) equal ``want`` (Spark's, both sorted): the group
+    keys and ``count_order`` exactly, the two sums by :func:`sums_close`; else what differs."""
+    if len(got) != len(want):
+        return f"{len(got)} groups, expected {len(want)}"
+    for g, w in zip(got, want, strict=True):
+        if (g[0], g[1], g[4]) != (w[0], w[1], w[4]):
+            return f"group {g[0]}/{g[1]} count {g[4]} != {w[0]}/{w[1]} count {w[4]}"
+        for i, name in ((2, "sum_qty"), (3, "sum_disc_price")):
+            if not sums_close(g[i], w[i]):
+                return f"group {g[0]}/{g[1]} {name} {g[i]} != {w[i]}"
+    return None
+
+
+@dataclass(frozen=True)
+class TrinoVariant:
+    """One table Trino reads with :data:`TRINO_QUERIES`; ``table`` is its Trino name
+    (``catalog.schema.name``)."""
+
+    key: str
+    label: str
+    table: str
+
+
+def start_trino(
+    metastore_uri: str, plain_dir: Path, heap: str, say: Callable[[str], None]
+) -> tuple[Any | None, list[TrinoVariant], dict[str, Any]]:
+    """Start one Trino server (``tests/support/trino.py``, heap ``heap``), give it the ``hive``
+    catalog :data:`TRINO_CATALOG` on ``metastore_uri`` and register ``plain_dir`` (the plain ORC of
+    the 90%) as the external ORC table :data:`TRINO_PLAIN_TABLE`, dropped first if a previous run
+    left it (an external table: dropping it leaves the files). Returns (the server or ``None`` when
+    Trino cannot run, the tables to time, info: ``heap``, ``start_s`` (seconds from launch until
+    it answers a query), ``version``, ``notes``, ``error`` when it did not start)."""
+    info: dict[str, Any] = {"heap": heap, "notes": []}
+    try:
+        from tests.support.trino import TrinoServer
+
+        from hivemesh.jvm import JavaNotFound, JvmArtifactError, find_java, resolve
+    except ImportError as e:  # the trino client or pytest missing
+        info["error"] = f"cannot import the Trino test support: {e}"
+        return None, [], info
+    try:
+        resolve("trino-server")
+        find_java(24)
+    except (JvmArtifactError, JavaNotFound) as e:
+        info["error"] = f"needs the trino-server bundle and Java 24+: {e}"
+        return None, [], info
+    server = TrinoServer(heap=heap)
+    info["workdir"] = str(server.base)
+    t0 = time.perf_counter()
+    try:
+        server.start()
+    except Exception as e:
+        info["error"] = f"did not start ({time.perf_counter() - t0:.0f} s; its log: {server.log}): {e}"
+        return None, [], info
+    info["start_s"] = time.perf_counter() - t0
+    try:
+        info["version"] = str(server.query("SELECT node_version FROM system.runtime.nodes")[0][0])
+        server.add_hive_catalog(TRINO_CATALOG, metastore_uri)
+    except Exception as e:
+        info["error"] = f"started in {info['start_s']:.0f} s, but its hive catalog failed: {e}"
+        server.stop()
+        return None, [], info
+    say(f"Trino {info['version']} started in {info['start_s']:.1f} s (heap {heap})")
+    variants = [TrinoVariant("trino_acid_del", "Trino, ACID 10% deleted", f"{TRINO_CATALOG}.{FULL_NAME}")]
+    plain = f"{TRINO_CATALOG}.{DB}.{TRINO_PLAIN_TABLE}"
+    columns = ", ".join(f"{name} {TRINO_TYPES.get(kind, kind)}" for name, kind in COLUMNS)
+    try:
+        server.query(f"DROP TABLE IF EXISTS {plain}")
+        server.query(
+            f"CREATE TABLE {plain} ({columns}) "
+            f"WITH (external_location = '{plain_dir.resolve().as_uri()}', format = 'ORC')"
+        )
+        variants.append(TrinoVariant("trino_plain_90", "Trino, plain ORC 90%", plain))
+    except Exception as e:
+        info["notes"].append(f"Trino could not register the plain ORC table, so it reads only ACID: {e}")
+    return server, variants, info
+
+
+def _record(q: dict[str, Any], rnd: int, dt: float, result: Any, same: Callable[[Any, Any], bool]) -> None:
+    """Record run ``rnd`` (0 = the warm-up) of a query that took ``dt`` seconds in ``q``, and the
+    result when it differs (by ``same``) from the warm-up's: the same read must answer the same."""
+    if rnd == 0:
+        q["warmup_s"] = dt
+        q["result"] = result
+    else:
+        q["runs_s"].append(dt)
+    if not same(result, q["result"]):
+        q["unstable"] = result
+
+
+def _last_run(q: dict[str, Any], rnd: int) -> str:
+    """The seconds of run ``rnd`` (0 = the warm-up) of a query recorded by :func:`_record`, or
+    ``error`` when it did not run."""
+    dt = q.get("warmup_s") if rnd == 0 else (q["runs_s"][-1] if len(q["runs_s"]) == rnd else None)
+    return "error" if dt is None else f"{dt:.2f}"
+
+
+def _trino_same(name: str) -> Callable[[Any, Any], bool]:
+    """How two Trino results of query ``name`` are compared: Q1 by :func:`q1_difference`, else exactly."""
+    if name == "q1":
+        return lambda a, b: q1_difference(a, b) is None
+    return lambda a, b: a == b
+
+
 def measure(
-    spark: Any, variants: Sequence[Variant], repeat: int, mem: JvmMemory, say: Callable[[str], None]
-) -> dict[str, Any]:
+    spark: Any,
+    variants: Sequence[Variant],
+    repeat: int,
+    mem: JvmMemory,
+    say: Callable[[str], None],
+    trino: Any | None = None,
+    trino_variants: Sequence[TrinoVariant] = (),
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """``repeat + 1`` rounds (the first is the warm-up); each round runs every query on every
-    variant in turn, so a change in the machine's load falls on all of them alike. Per variant:
-    the timed runs and best time of each query, its result, and the JVM heap peak of its runs
-    (peaks reset, after a GC, before each run)."""
+    variant in turn, then on every Trino table (``trino_variants`` on the server ``trino``, one
+    query at a time: Spark is idle meanwhile), so a change in the machine's load falls on all of
+    them alike. Per variant: the timed runs and best time (s) of each query, its result, and for
+    Spark's the JVM heap peak of its runs (peaks reset, after a GC, before each run). Returns
+    (Spark's variants, Trino's); a Trino table whose query fails gets ``error`` and is not run again."""
     out: dict[str, Any] = {}
     for v in variants:
         with settings(spark, v.conf):
@@ -430,6 +607,10 @@ def measure(
         out[v.key] = {"label": v.label, "impl": v.impl, "conf": dict(v.conf), **info}
         out[v.key].update({name: {"runs_s": []} for name in QUERIES})
         out[v.key].update(heap_peak_mb=0.0, old_gen_peak_mb=0.0)
+    tout: dict[str, Any] = {
+        tv.key: {"label": tv.label, "table": tv.table, **{name: {"runs_s": []} for name in QUERIES}}
+        for tv in trino_variants
+    }
     for rnd in range(repeat + 1):
         for v in variants:
             r = out[v.key]
@@ -443,31 +624,35 @@ def measure(
                         v.after()
                     r["heap_peak_mb"] = max(r["heap_peak_mb"], mem.heap_peak_mb())
                     r["old_gen_peak_mb"] = max(r["old_gen_peak_mb"], mem.old_gen_peak_mb())
-                    q = r[name]
-                    if rnd == 0:
-                        q["warmup_s"] = dt
-                        q["result"] = result
-                    else:
-                        q["runs_s"].append(dt)
-                    if result != q["result"]:  # the same read must answer the same every time
-                        q["unstable"] = result
+                    _record(r[name], rnd, dt, result, lambda a, b: a == b)
+        for tv in trino_variants:
+            r = tout[tv.key]
+            for name, tquery in TRINO_QUERIES.items():
+                if "error" in r:
+                    break
+                t0 = time.perf_counter()
+                try:
+                    result = tquery(trino, tv.table)
+                except Exception as e:  # Trino's error, e.g. a feature of the files it does not read
+                    r["error"] = f"{type(e).__name__}: {e}"
+                    r["error_query"] = name
+                    say(escape(f"Trino failed on {tv.table} ({name}): {r['error']}"))
+                    break
+                _record(r[name], rnd, time.perf_counter() - t0, result, _trino_same(name))
+
         say(
             ("warm-up" if rnd == 0 else f"round {rnd}/{repeat}")
             + ": "
             + "; ".join(
-                f"{out[v.key]['label']} "
-                + "/".join(
-                    f"{out[v.key][n].get('warmup_s') if rnd == 0 else out[v.key][n]['runs_s'][-1]:.2f}"
-                    for n in QUERIES
-                )
-                for v in variants
+                f"{r['label']} " + "/".join(_last_run(r[n], rnd) for n in QUERIES)
+                for r in [*out.values(), *tout.values()]
             )
             + " s (count/q1)"
         )
-    for r in out.values():
+    for r in [*out.values(), *tout.values()]:
         for name in QUERIES:
-            r[name]["best_s"] = min(r[name]["runs_s"])
-    return out
+            r[name]["best_s"] = min(r[name]["runs_s"]) if r[name]["runs_s"] else None
+    return out, tout
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -479,21 +664,55 @@ def _mb(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
-ROWS = [  # (label, query, plain variant, ACID variant, target ratio)
+ROWS = [  # (label, query, plain variant, ACID variant, target ratio: issue 17's aims)
     ("count(*), no deletes", "count", "plain_full", "acid_nodel", 0.8),
-    ("Q1 aggregate, no deletes", "q1", "plain_full", "acid_nodel", 0.8),
-    ("count(*), 10% deleted", "count", "plain_90", "acid_del", 0.6),
-    ("Q1 aggregate, 10% deleted", "q1", "plain_90", "acid_del", 0.6),
+    ("Q1 aggregate, no deletes", "q1", "plain_full", "acid_nodel", 0.95),
+    ("count(*), 10% deleted", "count", "plain_90", "acid_del", 0.5),
+    ("Q1 aggregate, 10% deleted", "q1", "plain_90", "acid_del", 0.85),
+    ("count(*), 10% deleted, deletes not broadcast", "count", "plain_90", "acid_del_shuffle", 0.5),
+    ("Q1 aggregate, 10% deleted, deletes not broadcast", "q1", "plain_90", "acid_del_shuffle", 0.85),
 ]
+#: the read of delete deltas too large to broadcast (``spark.hivemesh.acid.broadcastDeletesBytes``
+#: 0, and Spark may not broadcast on its own): the path that holds beyond the driver's memory
+NO_BROADCAST = (
+    ("spark.hivemesh.acid.broadcastDeletesBytes", "0"),
+    ("spark.sql.autoBroadcastJoinThreshold", "-1"),
+)
+WRITE_TARGET = 0.8  # ACID write speed / Spark's plain ORC write speed (issue 17's aim)
+
+
+def trino_ratios(res: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    """Per query, on the deleted snapshot: Trino's best times (s) on the ACID table and on the plain
+    ORC of the 90%, ``read_acid``'s best time (s), Trino time / ``read_acid`` time (>1 = hivemesh is
+    faster) and Trino's plain time / its ACID time; ``None`` where a time is missing."""
+    tv, v = res["trino"].get("variants", {}), res["variants"]
+    out: dict[str, dict[str, float | None]] = {}
+    for name in QUERIES:
+        t = tv.get("trino_acid_del", {}).get(name, {}).get("best_s")
+        tp = tv.get("trino_plain_90", {}).get(name, {}).get("best_s")
+        h = v["acid_del"][name]["best_s"] if "acid_del" in v else None
+        out[name] = {
+            "trino_acid_s": t,
+            "trino_plain_s": tp,
+            "hivemesh_acid_s": h,
+            "trino_over_hivemesh": t / h if t and h else None,
+            "trino_plain_over_acid": tp / t if tp and t else None,
+        }
+    return out
 
 
 def render(console: Console, res: dict[str, Any], mismatches: list[str], title: str) -> None:
-    """The comparison table, the setup table and the memory notes."""
+    """The comparison table (with Trino's columns when Trino ran), the setup table and the notes."""
     v = res["variants"]
+    trino = res["trino"]
+    tv = trino.get("variants", {})
+    ratios = trino_ratios(res) if tv else {}
 
     def best(key: str, query: str) -> float | None:
         return v[key][query]["best_s"] if key in v else None
 
+    # the hive-impl columns only when those reads ran (not with --no-hive-impl)
+    hive = any(x["impl"] == "hive" for x in v.values())
     t = RichTable(title=title, title_justify="left")
     for col, just in [
         ("read", "left"),
@@ -501,12 +720,41 @@ def render(console: Console, res: dict[str, Any], mismatches: list[str], title: 
         ("ACID s", "right"),
         ("plain/ACID", "right"),
         ("target", "right"),
-        ("ACID hive-impl s", "right"),
-        ("hive/native ACID", "right"),
-        ("plain hive-impl s", "right"),
+        *(
+            [("ACID hive-impl s", "right"), ("hive/native ACID", "right"), ("plain hive-impl s", "right")]
+            if hive
+            else []
+        ),
+        *([("Trino ACID s", "right"), ("Trino/hivemesh", "right")] if tv else []),
+        *([("Trino plain s", "right"), ("Trino plain/ACID", "right")] if "trino_plain_90" in tv else []),
     ]:
         t.add_column(col, justify=just)
     bad = {m.split(":")[0] for m in mismatches}
+
+    def trino_cells(acid: str, query: str) -> list[str]:
+        """Trino's cells of a row: its times and ratios on the deleted snapshot, else dashes."""
+        cells: list[str] = []
+        for key, ratio_key in (
+            ("trino_acid_del", "trino_over_hivemesh"),
+            ("trino_plain_90", "trino_plain_over_acid"),
+        ):
+            if key not in tv:
+                continue
+            if acid != "acid_del":
+                cells += ["-", "-"]
+                continue
+            r = ratios[query]
+            time_s = r["trino_acid_s" if key == "trino_acid_del" else "trino_plain_s"]
+            ttext = "[red]MISMATCH[/red]" if f"{key}/{query}" in bad else _s(time_s)
+            if "error" in tv[key]:
+                ttext = "[red]ERROR[/red]"
+            ratio = r[ratio_key]
+            rtext = "-" if ratio is None else f"{ratio:.2f}"
+            if ratio is not None and key == "trino_acid_del":
+                rtext = f"[green]{rtext}[/green]" if ratio >= 1 else f"[yellow]{rtext}[/yellow]"
+            cells += [ttext, rtext]
+        return cells
+
     for label, query, plain, acid, target in ROWS:
         p, a = best(plain, query), best(acid, query)
         ratio = p / a if p and a else None
@@ -523,12 +771,26 @@ def render(console: Console, res: dict[str, Any], mismatches: list[str], title: 
             atext,
             rtext,
             f">= {target}",
-            htext,
-            "-" if a is None or h is None else f"{h / a:.2f}",
-            _s(ph),
+            *([htext, "-" if a is None or h is None else f"{h / a:.2f}", _s(ph)] if hive else []),
+            *trino_cells(acid, query),
             end_section=query == "q1",
         )
     console.print(t)
+    if trino.get("skipped"):
+        console.print(f"Trino: not run ({trino['skipped']}).")
+    elif "error" in trino:
+        console.print(f"[yellow]Trino: not run, it could not start: {escape(trino['error'])}[/yellow]")
+    else:
+        peak = trino.get("peak_rss_mb")
+        console.print(
+            f"Trino {trino['version']}: its own JVM (heap {trino['heap']}, peak RSS {_mb(peak)} MB) on the same "
+            f"{os.cpu_count()} CPUs as Spark, started in {trino['start_s']:.1f} s; its queries ran one at a "
+            "time in the same rounds as Spark's, never at the same moment; it reads "
+            f"{FULL_NAME} with its own Hive ACID reader and its own snapshot from the metastore, timed "
+            "from the client (statement sent to last row)."
+        )
+        for note in trino["notes"]:
+            console.print(f"[yellow]Trino: {escape(note)}[/yellow]")
 
     b = res["build"]
     s = RichTable(
@@ -573,6 +835,17 @@ def render(console: Console, res: dict[str, Any], mismatches: list[str], title: 
             _mb(pl["bytes"] / 2**20),
         )
     console.print(s)
+    write_ratio = b["plain"]["full"]["seconds"] / acid["insert_s"]
+    console.print(
+        f"ACID write vs Spark writing the same rows as plain ORC: {acid['insert_s']:.1f} s vs "
+        f"{b['plain']['full']['seconds']:.1f} s, speed ratio "
+        + (
+            f"[green]{write_ratio:.2f}[/green]"
+            if write_ratio >= WRITE_TARGET
+            else f"[yellow]{write_ratio:.2f}[/yellow]"
+        )
+        + f" (target >= {WRITE_TARGET}; both read the Parquet file and write zlib ORC on {os.cpu_count()} CPUs)"
+    )
 
     m = res["memory"]
     console.print(
@@ -618,6 +891,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--spark-memory", default="4g", help="spark.driver.memory (default %(default)s)")
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 2, help="ACID writer processes")
     ap.add_argument("--no-hive-impl", action="store_true", help="skip the spark.sql.orc.impl=hive reads")
+    ap.add_argument("--no-trino", action="store_true", help="skip the Trino reads")
+    ap.add_argument("--trino-heap", default="3G", help="Trino's JVM heap, -Xmx (default %(default)s)")
     ap.add_argument("--rebuild", action="store_true", help="write the tables again even when cached")
     ap.add_argument("--json", dest="json_out", type=Path, help="also write the results as JSON here")
     args = ap.parse_args(argv)
@@ -626,7 +901,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if repeat < 1 or scale <= 0:
         ap.error("--repeat must be >= 1 and --scale > 0")
 
-    console = runner.wide_console()
+    # the hive-impl columns and Trino's together need more than the usual 150 columns
+    console = runner.wide_console(150 if args.no_hive_impl or args.no_trino else 200)
 
     def say(msg: str) -> None:
         console.print(f"  [dim]{msg}[/dim]")
@@ -662,6 +938,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ms.start()
     spark = None
+    trino: Any | None = None
+    trino_info: dict[str, Any] = {"skipped": "--no-trino"} if args.no_trino else {}
+    keep_trino_log = True  # unless Trino's reads all went well
     try:
         if manifest is None:
             say(
@@ -702,15 +981,37 @@ def main(argv: Sequence[str] | None = None) -> int:
                 lambda: acid_mod.read_acid(spark, FULL_NAME, metastore_uri=ms.uri),
                 after=lambda: acid_mod.commit(spark),
             ),
+            Variant(
+                "acid_del_shuffle",
+                "ACID, 10% deleted, deletes not broadcast",
+                lambda: acid_mod.read_acid(spark, FULL_NAME, metastore_uri=ms.uri),
+                after=lambda: acid_mod.commit(spark),
+                conf=NO_BROADCAST,
+            ),
         ]
         if not args.no_hive_impl:
             variants += [
                 Variant(v.key + "_hive", v.label + " (hive impl)", v.make, v.after, HIVE_IMPL)
                 for v in variants
-                if v.key != "plain_90"
+                if v.key not in ("plain_90", "acid_del_shuffle")
             ]
-        say(f"timing {len(variants)} reads x {len(QUERIES)} queries: 1 warm-up round + {repeat}")
-        results = measure(spark, variants, repeat, mem, say)
+        trino_variants: list[TrinoVariant] = []
+        if not args.no_trino:  # started while Spark is idle, before the timing
+            say(f"starting Trino (heap {args.trino_heap})")
+            trino, trino_variants, trino_info = start_trino(ms.uri, plain_90, args.trino_heap, say)
+            if trino is None:
+                console.print(
+                    "[bold yellow]Trino could not start; going on without it:[/bold yellow] "
+                    + escape(trino_info["error"])
+                )
+            for note in trino_info["notes"]:
+                say(escape(f"Trino: {note}"))
+        say(
+            f"timing {len(variants)} reads x {len(QUERIES)} queries"
+            + (f" and {len(trino_variants)} Trino reads" if trino_variants else "")
+            + f": 1 warm-up round + {repeat}"
+        )
+        results, trino_results = measure(spark, variants, repeat, mem, say, trino, trino_variants)
 
         # every result against the plain read of the same rows, and the counts against the files
         mismatches = []
@@ -733,6 +1034,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                 mismatches.append(
                     f"{key}/q1: count_order sums to {sum(row[-1] for row in r['q1']['result'])}"
                 )
+        # Trino reads the rows the delete left: against Spark's plain read of them
+        for key, r in trino_results.items():
+            if "error" in r:
+                mismatches.append(f"{key}/{r['error_query']}: Trino failed on {r['table']}: {r['error']}")
+            want = results["plain_90"]
+            if "result" in r["count"] and r["count"]["result"] != expected["plain_90"]:
+                mismatches.append(
+                    f"{key}/count: {r['count']['result']:,} rows, expected {expected['plain_90']:,}"
+                )
+            if "result" in r["q1"]:
+                diff = q1_difference(r["q1"]["result"], want["q1"]["result"])
+                if diff is not None:
+                    mismatches.append(
+                        f"{key}/q1: {diff}; Trino {r['q1']['result']} != plain_90: {want['q1']['result']}"
+                    )
+            for name in QUERIES:
+                if "unstable" in r[name]:
+                    mismatches.append(
+                        f"{key}/{name}: runs differ: {r[name]['result']} then {r[name]['unstable']}"
+                    )
+        keep_trino_log = any(m.startswith("trino_") for m in mismatches)
+        if trino is not None:
+            trino_info.update(variants=trino_results, peak_rss_mb=peak_rss_mb(trino.proc.pid))
 
         res = {
             "scale": scale,
@@ -751,6 +1075,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "plain": manifest["plain"],
             },
             "variants": results,
+            "trino": trino_info,
             "memory": {
                 "python_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                 "jvm_peak_rss_mb": mem.rss_peak_mb(),
@@ -758,6 +1083,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
         }
     finally:
+        if trino is not None:
+            trino.stop()
+            if keep_trino_log:
+                say(f"Trino's log kept: {trino.log}")
+            else:
+                shutil.rmtree(trino.base, ignore_errors=True)
         if spark is not None:
             acid_mod.commit(spark)
             spark.stop()
@@ -769,19 +1100,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         res,
         mismatches,
         f"ACID read vs plain ORC: TPC-H lineitem sf{scale:g}, {rows:,} rows, {MASTER}; best of {repeat} after "
-        "1 warm-up; plain/ACID = plain time / ACID time (1 = as fast); hive/native = time with "
-        "spark.sql.orc.impl=hive / time with Spark's native ORC reader (>1 = the hive reader is slower)",
+        "1 warm-up; plain/ACID = plain time / ACID time (1 = as fast)"
+        + (
+            "; hive/native = time with spark.sql.orc.impl=hive / time with Spark's native ORC reader "
+            "(>1 = the hive reader is slower)"
+            if not args.no_hive_impl
+            else ""
+        )
+        + (
+            "; Trino/hivemesh = Trino time / read_acid time, 10% deleted (>1 = hivemesh is faster); "
+            "Trino plain/ACID = Trino's plain time / its ACID time"
+            if res["trino"].get("variants")
+            else ""
+        ),
     )
     if mismatches:
         console.print(
-            "[bold red]RESULTS DIFFER: the ACID reads did not return the plain table's rows[/bold red]"
+            "[bold red]RESULTS DIFFER: the ACID reads (or Trino's) did not return the plain table's rows"
+            "[/bold red]"
         )
         for m in mismatches:
-            console.print(f"[red]  {m}[/red]", markup=True)
+            console.print(f"[red]  {escape(m)}[/red]", markup=True)
     runner.print_total(console, t_start)
     if args.json_out:
-        for r in res["variants"].values():
-            r["q1"]["result"] = [[str(x) for x in row] for row in r["q1"]["result"]]
+        if res["trino"].get("variants"):
+            res["trino"]["ratios"] = trino_ratios(res)
+        for r in [*res["variants"].values(), *res["trino"].get("variants", {}).values()]:
+            if "result" in r["q1"]:
+                r["q1"]["result"] = [[str(x) for x in row] for row in r["q1"]["result"]]
+            if "unstable" in r["q1"]:
+                r["q1"]["unstable"] = [[str(x) for x in row] for row in r["q1"]["unstable"]]
         args.json_out.write_text(json.dumps(res, indent=2), encoding="utf-8")
     return 1 if mismatches else 0
 

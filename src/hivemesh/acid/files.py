@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from hivemesh import storage
 from hivemesh.acid import orcfile
 from hivemesh.acid.names import ACID_VERSION_FILE, ORC_ACID_VERSION, bucket_file_name
+from hivemesh.acid.orc_columnar import open_insert_writer
 from hivemesh.acid.orcfile import AcidOrcWriter, FileStats
 
 PLAIN_FILE_NAME = "000000_0"  # Hive's first task file name (taskId_attempt) in insert-only deltas
@@ -98,7 +99,19 @@ def write_bucket_file(
     if version_file:
         write_acid_version_file(fs, dir_path)
     path = storage.join_location(dir_path, bucket_file_name(bucket_id, attempt))
-    with AcidOrcWriter(
+    if delete:
+        with AcidOrcWriter(
+            path,
+            columns,
+            bucket_id=bucket_id,
+            statement_id=statement_id,
+            filesystem=fs,
+            compression=compression,
+            stripe_size=stripe_size,
+        ) as w:
+            w.delete(keys, write_id)
+        return w.stats
+    with open_insert_writer(
         path,
         columns,
         bucket_id=bucket_id,
@@ -106,13 +119,10 @@ def write_bucket_file(
         filesystem=fs,
         compression=compression,
         stripe_size=stripe_size,
-    ) as w:
-        if delete:
-            w.delete(keys, write_id)
-        else:
-            for item in itertools.chain([first], items):
-                w.insert(item, write_id)
-    return w.stats
+    ) as iw:
+        for item in itertools.chain([first], items):
+            iw.insert(item, write_id)
+    return iw.stats
 
 
 def _arrow_table(data: Data, columns: Sequence[tuple[str, str]]) -> pa.Table:

@@ -43,6 +43,7 @@ from hivemesh import storage
 from hivemesh.acid import orcfile
 from hivemesh.acid.files import Data, write_acid_version_file, write_plain_file
 from hivemesh.acid.names import bucket_file_name, decode_bucket_property, delta_dir_name, partition_value_text
+from hivemesh.acid.orc_columnar import ColumnarInsertWriter, open_insert_writer
 from hivemesh.acid.orcfile import AcidOrcWriter, FileStats
 from hivemesh.acid.statement import (
     DELETE,
@@ -424,7 +425,20 @@ class AcidWriter(WriteTable):
             out.files.append(stats)
             return stats.rows
         write_acid_version_file(fs, path)
-        with self._bucket_writer(fs, path, 0, stmt) as w:
+        file_path = storage.join_location(path, bucket_file_name(0))
+        w: AcidOrcWriter | ColumnarInsertWriter
+        if isinstance(t.rows, pa.Table | pa.RecordBatch):  # column by column when the types allow
+            w = open_insert_writer(
+                file_path,
+                self.columns,
+                statement_id=stmt,
+                filesystem=fs,
+                compression=self.compression(),
+                stripe_size=self.stripe_size,
+            )
+        else:
+            w = self._bucket_writer(fs, path, 0, stmt)
+        with w:
             w.insert(t.rows, w_id)
         assert w.stats is not None
         if w.stats.rows == 0:  # no rows: no delta

@@ -64,6 +64,7 @@ from hivemesh.acid.names import (
     parse_acid_dir,
     partition_value_text,
 )
+from hivemesh.acid.orc_columnar import open_insert_writer
 from hivemesh.acid.orcfile import AcidOrcWriter
 from hivemesh.acid.selection import select_files
 from hivemesh.acid.statement import DELETE, INSERT, UPDATE, WriteStatement, WriteTable, lock_components
@@ -234,7 +235,7 @@ class _TaskFiles:
         if self.insert_writer is None:
             name, fs, path, uri = self._dir(values, delete=False)
             file_name = bucket_file_name(self.task, self.attempt)
-            self.insert_writer = AcidOrcWriter(
+            self.insert_writer = open_insert_writer(
                 path + "/" + file_name,
                 self.spec.columns,
                 bucket_id=self.task,

@@ -40,8 +40,10 @@ whose executors' Python lacks pyarrow or hivemesh reads them too):
   (``mapInArrow``) instead, after :func:`require_python_workers` checked, before any job, that the
   executors' Python can import pyarrow and hivemesh (:class:`PythonWorkersError` otherwise).
 
-Deleted rows are removed with a left anti join on ``(rowId, originalTransaction, bucket,
-partition)``, broadcast when the delete events are small.
+Deleted rows are removed with a join on 64-row masks of deleted row ids per (partition,
+``originalTransaction``, ``bucket``) (:func:`_without_deleted`), broadcast while the delete delta
+files hold up to ``spark.hivemesh.acid.broadcastDeletesBytes`` bytes (default 256 MiB), else left
+to Spark's join planning (a sort-merge join: no limit from the driver's memory).
 """
 
 from __future__ import annotations
@@ -97,7 +99,8 @@ from hivemesh.hive.txn_lists import ValidWriteIdList
 from hivemesh.spark.session import use_configured_python
 
 PARTITION_INDEX = "__hivemesh_partition"  # joins delete events to rows of the same location
-BROADCAST_DELETES_BYTES = 256 * 1024 * 1024  # delete files up to this size are broadcast
+BROADCAST_DELETES_BYTES_CONF = "spark.hivemesh.acid.broadcastDeletesBytes"
+BROADCAST_DELETES_BYTES = 256 * 1024 * 1024  # delete files up to this size (bytes) are broadcast
 STREAMING_DRIVER_MAX_BYTES_CONF = "spark.hivemesh.acid.streamingDriverMaxBytes"
 STREAMING_DRIVER_MAX_BYTES = 64 * 1024 * 1024  # flushed streaming bytes read on the driver, in total
 
@@ -441,6 +444,11 @@ def _with_row_positions(
     return df, F.col("__hivemesh_bucket"), row_id
 
 
+def _broadcast_deletes_bytes(spark: SparkSession) -> int:
+    value = spark.conf.get(BROADCAST_DELETES_BYTES_CONF, None)
+    return BROADCAST_DELETES_BYTES if value in (None, "") else int(value)
+
+
 def _streaming_driver_max_bytes(spark: SparkSession) -> int:
     value = spark.conf.get(STREAMING_DRIVER_MAX_BYTES_CONF, None)
     return STREAMING_DRIVER_MAX_BYTES if value in (None, "") else int(value)
@@ -610,28 +618,46 @@ class _EventScans:
             events = events.filter(valid_write_id_column(F.col("currentTransaction"), self.write_ids))
         if not self.deletes:
             return events
-        dels = _union(self.deletes)  # duplicates do not change a left anti join
-        if self.delete_bytes <= BROADCAST_DELETES_BYTES:
-            dels = F.broadcast(dels)
-        return _without_deleted(events, dels)
+        dels = _union(self.deletes)  # duplicates set the same bit again
+        return _without_deleted(events, dels, self.delete_bytes <= _broadcast_deletes_bytes(self.spark))
 
 
-def _without_deleted(events: DataFrame, dels: DataFrame) -> DataFrame:
+def _without_deleted(events: DataFrame, dels: DataFrame, broadcast: bool) -> DataFrame:
     """``events`` without those whose ROW__ID and partition index are in ``dels`` (columns
-    ``d_rowId``, ``d_owid``, ``d_bucket``, ``d_p``): a left anti join."""
-    # One long join key (Spark builds a LongHashedRelation, measured 25% faster than a
-    # 4-column key on lineitem); the exact ROW__ID comparison is written as differences so
-    # Spark keeps it as the join condition instead of adding it to the key.
-    events = events.withColumn("__k", _packed_key("rowId", "originalTransaction", "bucket", PARTITION_INDEX))
-    dels = dels.withColumn("d_k", _packed_key("d_rowId", "d_owid", "d_bucket", "d_p"))
-    cond = (
-        (events["__k"] == dels["d_k"])
-        & ((events["rowId"] - dels["d_rowId"]) == 0)
-        & ((events["originalTransaction"] - dels["d_owid"]) == 0)
-        & ((events["bucket"] - dels["d_bucket"]) == 0)
-        & ((events[PARTITION_INDEX] - dels["d_p"]) == 0)
+    ``d_rowId``, ``d_owid``, ``d_bucket``, ``d_p``).
+
+    The delete events are first folded into 64-bit masks, one per run of 64 row ids
+    (``rowId >> 6``) of one (partition, original write id, bucket): Hive deletes cluster in row id
+    order, so the join's table is up to 64 times smaller than the list of deleted ROW__IDs
+    (measured on lineitem with every 10th row deleted: 600,122 keys into about 94,000 masks, count()
+    2.2 -> 1.6 s). Each event then probes its word's mask with a left join and keeps itself when
+    its bit is clear. ``broadcast``: ship the masks to every task (no shuffle of the events);
+    otherwise Spark plans the join itself (a sort-merge join of both sides when they are large,
+    so deletes larger than the driver's memory still work)."""
+    word = F.shiftright(F.col("d_rowId"), 6)
+    masks = dels.groupBy("d_p", "d_owid", "d_bucket", word.alias("d_word")).agg(
+        F.expr("bit_or(shiftleft(1L, cast(d_rowId & 63 as int)))").alias("d_mask")
     )
-    return events.join(dels, cond, "left_anti")
+    if broadcast:
+        masks = F.broadcast(masks)
+    # One long join key (Spark builds a LongHashedRelation, measured 25% faster than a
+    # 4-column key); the exact comparison of every part is written as differences so Spark
+    # keeps it as the join condition instead of adding it to the key.
+    columns = events.columns
+    events = events.withColumn("__hivemesh_word", F.shiftright(F.col("rowId"), 6))
+    events = events.withColumn(
+        "__k", _packed_key("__hivemesh_word", "originalTransaction", "bucket", PARTITION_INDEX)
+    )
+    masks = masks.withColumn("d_k", _packed_key("d_word", "d_owid", "d_bucket", "d_p"))
+    cond = (
+        (events["__k"] == masks["d_k"])
+        & ((events["__hivemesh_word"] - masks["d_word"]) == 0)
+        & ((events["originalTransaction"] - masks["d_owid"]) == 0)
+        & ((events["bucket"] - masks["d_bucket"]) == 0)
+        & ((events[PARTITION_INDEX] - masks["d_p"]) == 0)
+    )
+    live = F.col("d_mask").isNull() | (F.expr("shiftright(d_mask, cast(rowId & 63 as int)) & 1") == 0)
+    return events.join(masks, cond, "left").filter(live).select(*columns)
 
 
 CASE_PARTITIONS_MAX = 32  # up to this many partitions values come from a CASE, beyond from a join
