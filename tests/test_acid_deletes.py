@@ -1,7 +1,9 @@
 """Delete events applied by Spark reads (``hivemesh.spark.acid_reader._without_deleted``): the
-64-row-id masks give exactly the rows Hive keeps, at word boundaries, across write ids, buckets
-and partitions, both broadcast and through Spark's own (sort-merge) join when the delete deltas
-are above ``spark.hivemesh.acid.broadcastDeletesBytes``."""
+64-row-id masks give exactly the rows Hive keeps, at word boundaries, across write ids and
+buckets, both broadcast and through Spark's own (sort-merge) join when the delete deltas are above
+``spark.hivemesh.acid.broadcastDeletesBytes``. Deletes in partitions and on original files are
+covered by ``test_acid_roundtrip``/``test_acid_dml`` and the Hive-written fixtures of
+``test_acid_fixtures``."""
 
 from __future__ import annotations
 

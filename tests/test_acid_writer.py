@@ -420,6 +420,26 @@ def test_insert_delete_update(client: MetastoreClient, db: str, monkeypatch: pyt
     assert client.show_locks(db) == []
 
 
+def test_arrow_inserts_write_columnar_files_and_empty_ones_nothing(client: MetastoreClient, db: str) -> None:
+    """Arrow inserts take the columnar writer (``hivemesh.acid.orc_columnar``): the same events; an
+    empty Arrow insert writes no delta, as an empty list of tuples does."""
+    create_transactional_table(client, db, "t", COLS)
+    w = AcidWriter(client, db, "t")
+    loc = table_dir(client, db, "t")
+    empty = pa.table({"id": pa.array([], pa.int32()), "name": pa.array([], pa.string())})
+    assert w.insert(empty).inserted == 0
+    assert w.insert(pa.table({"ID": pa.array([7, 8], pa.int64()), "NAME": ["p", "q"]})).inserted == 2
+    assert tree(loc) == [
+        "delta_0000002_0000002_0000",
+        "delta_0000002_0000002_0000/_orc_acid_version",
+        "delta_0000002_0000002_0000/bucket_00000",
+    ]
+    assert acid_rows(loc / "delta_0000002_0000002_0000/bucket_00000") == [
+        (0, 2, B0, 0, 2, (7, "p")),
+        (0, 2, B0, 1, 2, (8, "q")),
+    ]
+
+
 def test_shared_write_locks(client: MetastoreClient, db: str, monkeypatch: pytest.MonkeyPatch) -> None:
     create_transactional_table(client, db, "t", COLS)
     spy = LockSpy(client, monkeypatch)

@@ -79,8 +79,10 @@ def write_bucket_file(
     ``statement_id``), ``originalTransaction`` = ``currentTransaction`` = ``write_id`` and row ids
     0, 1, ... in batch order. Deletes: ``batches`` hold the deleted rows' ROW__IDs in columns
     ``originalTransaction``, ``bucket``, ``rowId`` (else the first three), all of bucket
-    ``bucket_id``; they are sorted here. Raises ValueError for keys of another bucket, OSError for
-    storage errors (a partly written file is removed).
+    ``bucket_id``; they are sorted here. Inserts of types :func:`hivemesh.acid.orc_columnar.
+    columnar_supported` accepts are written column by column, others row by row (the same events).
+    Raises ValueError for keys of another bucket, pyarrow's ArrowInvalid for values that cannot be
+    cast to the column types, OSError for storage errors (a partly written file is removed).
     """
     fs, dir_path = storage.resolve_location(directory, filesystem)
     items = iter(_iter_arrow(batches))
@@ -99,27 +101,18 @@ def write_bucket_file(
     if version_file:
         write_acid_version_file(fs, dir_path)
     path = storage.join_location(dir_path, bucket_file_name(bucket_id, attempt))
+    options: dict[str, Any] = {
+        "bucket_id": bucket_id,
+        "statement_id": statement_id,
+        "filesystem": fs,
+        "compression": compression,
+        "stripe_size": stripe_size,
+    }
     if delete:
-        with AcidOrcWriter(
-            path,
-            columns,
-            bucket_id=bucket_id,
-            statement_id=statement_id,
-            filesystem=fs,
-            compression=compression,
-            stripe_size=stripe_size,
-        ) as w:
+        with AcidOrcWriter(path, columns, **options) as w:
             w.delete(keys, write_id)
         return w.stats
-    with open_insert_writer(
-        path,
-        columns,
-        bucket_id=bucket_id,
-        statement_id=statement_id,
-        filesystem=fs,
-        compression=compression,
-        stripe_size=stripe_size,
-    ) as iw:
+    with open_insert_writer(path, columns, **options) as iw:
         for item in itertools.chain([first], items):
             iw.insert(item, write_id)
     return iw.stats

@@ -16,8 +16,11 @@ PostScript is then written again with the new footer length (its other fields co
 byte). Stripe boundaries for ``hive.acid.key.index`` come from the finished file's stripe row
 offsets. Source: ORC specification (file tail, compression chunks), ``orc_proto.proto`` (field numbers checked against ORC's generated ``OrcProto``).
 
-Only types whose Arrow form maps back to the same ORC type are written this way
-(:func:`columnar_supported`): not ``char``/``varchar`` (Arrow has plain strings) nor ``uniontype``.
+Only tables whose column types Arrow writes as the row-wise writer does take this path
+(:func:`columnar_supported`): not ``char``/``varchar`` (Arrow has plain strings), ``uniontype`` or
+``timestamp`` (see there), nor ``lzo``. Known differences in the files, none in the events: the
+stripe footers name the writer time zone ``GMT`` instead of ``UTC`` (the same zone), the writer's
+ORC C++ version, and a decimal cast that would lose digits raises instead of rounding.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +48,7 @@ from hivemesh.acid.orcfile import (
     AcidOrcWriter,
     FileStats,
     Key,
+    WriterContext,
     hive_to_arrow_type,
     hive_to_orc_type,
     select_columns,
@@ -61,13 +64,49 @@ _ARROW_COMPRESSION = {
     "zstd": "zstd",
 }
 _CHUNK_MAX = (1 << 23) - 1  # an ORC compression chunk header holds a 23-bit length
+_BATCH_ROWS = 64 * 1024  # rows turned into one Arrow events table at a time
+
+
+def _positional_names(have: pa.DataType, want: pa.DataType) -> pa.DataType:
+    """``have`` with the field names of ``want``'s structs, matched by position, at every depth
+    (the child types stay ``have``'s); ValueError when a struct's field count differs."""
+    if pa.types.is_struct(want):
+        if not pa.types.is_struct(have) or have.num_fields != want.num_fields:
+            raise ValueError(f"Arrow type {have} does not match the table's struct {want}")
+        return pa.struct(
+            [
+                pa.field(want.field(i).name, _positional_names(have.field(i).type, want.field(i).type))
+                for i in range(want.num_fields)
+            ]
+        )
+    if pa.types.is_list(want) and (pa.types.is_list(have) or pa.types.is_large_list(have)):
+        inner = _positional_names(have.value_type, want.value_type)
+        return pa.large_list(inner) if pa.types.is_large_list(have) else pa.list_(inner)
+    if pa.types.is_map(want) and pa.types.is_map(have):
+        return pa.map_(
+            _positional_names(have.key_type, want.key_type), _positional_names(have.item_type, want.item_type)
+        )
+    return have
+
+
+def _conform(column: pa.Array | pa.ChunkedArray, want: pa.DataType) -> pa.ChunkedArray:
+    """``column`` cast to ``want``, nested struct fields matched by position (Arrow's cast matches
+    them by name and fills the missing ones with nulls)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    renamed = _positional_names(column.type, want)
+    if renamed != column.type:
+        chunks = [c.view(renamed) for c in chunks]
+    return pa.chunked_array([c.cast(want) for c in chunks], type=want)
 
 
 def columnar_supported(columns: Sequence[tuple[str, str]], compression: str = "zlib") -> bool:
-    """True when :class:`ColumnarInsertWriter` writes files of a table with these ``(name, hive
-    type)`` columns exactly as :class:`~hivemesh.acid.orcfile.AcidOrcWriter` does: every type has an
-    Arrow type that maps back to the same ORC type (no ``char``/``varchar``/``uniontype``), and the
-    compression is one Arrow writes (not ``lzo``)."""
+    """True when :class:`ColumnarInsertWriter` writes the same events as
+    :class:`~hivemesh.acid.orcfile.AcidOrcWriter` for a table with these ``(name, hive type)``
+    columns: every type, at every depth, has an Arrow type that maps back to the same ORC type (no
+    ``char``/``varchar``/``uniontype``), no ``timestamp`` of either kind (Arrow's ORC writer
+    splits a time before 1970 with a fraction of a second into negative nanoseconds, which Java
+    readers misread; its nanosecond unit also ends at year 2262), and the compression is one
+    Arrow writes (not ``lzo``)."""
     if str(compression).lower() not in _ARROW_COMPRESSION:
         return False
     for _, hive_type in columns:
@@ -76,7 +115,7 @@ def columnar_supported(columns: Sequence[tuple[str, str]], compression: str = "z
             hive_to_arrow_type(hive_type)
         except ValueError:
             return False
-        if "char(" in orc_type or "uniontype" in orc_type:
+        if any(word in orc_type for word in ("char(", "uniontype", "timestamp")):
             return False
     return bool(columns)
 
@@ -145,7 +184,7 @@ def user_metadata_fields(items: Sequence[tuple[str, bytes]]) -> bytes:
 def add_user_metadata(path: str, items: Sequence[tuple[str, bytes]]) -> None:
     """Append ``items`` to the user metadata of the finished ORC file at local ``path`` (rewrites
     its footer tail in place; see the module doc). Raises ValueError for a file without an ORC
-    PostScript."""
+    PostScript, or when the new PostScript would not fit its one-byte length (255 bytes)."""
     with open(path, "r+b") as f:
         f.seek(0, os.SEEK_END)
         size = f.tell()
@@ -167,8 +206,9 @@ def add_user_metadata(path: str, items: Sequence[tuple[str, bytes]]) -> None:
         extra = user_metadata_fields(items)
         if compression:  # stored-as-is chunks, each behind a 3-byte header with the original bit
             chunks = []
-            for i in range(0, len(extra), _CHUNK_MAX):
-                part = extra[i : i + _CHUNK_MAX]
+            step = min(values.get(3, 256 * 1024), _CHUNK_MAX)  # readers refuse chunks above the block size
+            for i in range(0, len(extra), step):
+                part = extra[i : i + step]
                 chunks.append(((len(part) << 1) | 1).to_bytes(3, "little") + part)
             extra = b"".join(chunks)
         new_ps = b"".join(
@@ -185,7 +225,7 @@ def add_user_metadata(path: str, items: Sequence[tuple[str, bytes]]) -> None:
 # --- the writer -------------------------------------------------------------------------------------
 
 
-class ColumnarInsertWriter:
+class ColumnarInsertWriter(WriterContext):
     """Writes one full-ACID insert file (``bucket_N`` of a ``delta_*`` directory) from Arrow data.
 
     Arguments as :class:`~hivemesh.acid.orcfile.AcidOrcWriter` (``target``: a local path or
@@ -231,13 +271,18 @@ class ColumnarInsertWriter:
             self._tmpdir = tempfile.mkdtemp(prefix="hivemesh-orc-")
             self._local = os.path.join(self._tmpdir, "bucket.orc")
             self._remote = filesystem
-        self._writer = po.ORCWriter(
-            self._local,
-            stripe_size=stripe_size,
-            compression=_ARROW_COMPRESSION[compression.lower()],
-            compression_block_size=compression_block_size,
-            row_index_stride=row_index_stride,
-        )
+        try:
+            self._writer = po.ORCWriter(
+                self._local,
+                stripe_size=stripe_size,
+                compression=_ARROW_COMPRESSION[compression.lower()],
+                compression_block_size=compression_block_size,
+                row_index_stride=row_index_stride,
+            )
+        except BaseException:
+            if self._remote is not None:
+                shutil.rmtree(self._tmpdir, ignore_errors=True)
+            raise
         self._runs: list[tuple[int, int, int, int]] = []  # (first position, rows, write id, first row id)
         self._next_row_id: dict[int, int] = {}
         self.inserts = 0
@@ -245,16 +290,6 @@ class ColumnarInsertWriter:
         self.max_write_id = 0
         self.state = "open"  # open | closed | discarded
         self.stats: FileStats | None = None
-
-    def __enter__(self) -> ColumnarInsertWriter:
-        return self
-
-    def __exit__(self, exc_type: Any, *exc: object) -> None:
-        if exc_type is None:
-            if self.state == "open":
-                self.close()
-        else:
-            self.discard()
 
     @property
     def rows(self) -> int:
@@ -266,44 +301,67 @@ class ColumnarInsertWriter:
         return self._next_row_id.get(write_id, 0)
 
     def insert(self, rows: pa.Table | pa.RecordBatch, write_id: int) -> int:
-        """Append insert events for the rows of ``rows`` (columns by name, case-insensitive, else
-        by position; cast to the Hive types' Arrow types, ArrowInvalid when that fails) under
-        ``write_id``; returns how many. Row ids continue from :meth:`next_row_id`."""
+        """Append insert events for the rows of ``rows`` under ``write_id``; returns how many. Row
+        ids continue from :meth:`next_row_id`.
+
+        Columns are matched by name (case-insensitive), else by position; fields of nested structs
+        by position, as the row-wise writer does (ValueError when their counts differ). Values are
+        cast to the Hive types' Arrow types (ArrowInvalid/ArrowNotImplementedError when that
+        fails). Converted in chunks of ``_BATCH_ROWS`` rows. After an error inside Arrow's writer
+        the writer is ``broken``: only :meth:`discard` is allowed."""
         if self.state != "open":
             raise ValueError(f"ACID ORC writer of {self.path} is {self.state}")
         if write_id < 0:
             raise ValueError(f"negative write id {write_id}")
         if isinstance(rows, pa.RecordBatch):
             rows = pa.Table.from_batches([rows])
-        cols = [
-            c.cast(f.type)
-            for c, f in zip(select_columns(rows, self.column_names), self.row_type, strict=True)
-        ]
-        n = rows.num_rows
-        if n == 0:
-            return 0
-        start = self._next_row_id.get(write_id, 0)
-        row = pa.StructArray.from_arrays(
-            [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in cols],
-            fields=list(self.row_type),
+        table = pa.Table.from_arrays(
+            [
+                _conform(c, f.type)
+                for c, f in zip(select_columns(rows, self.column_names), self.row_type, strict=True)
+            ],
+            schema=pa.schema(list(self.row_type)),
         )
-        events = pa.table(
+        count = 0
+        for batch in table.to_batches(max_chunksize=_BATCH_ROWS):
+            n = batch.num_rows
+            if n == 0:
+                continue
+            start = self._next_row_id.get(write_id, 0)
+            events = pa.table(
+                {
+                    "operation": pa.array(np.full(n, INSERT, np.int32)),
+                    "originalTransaction": pa.array(np.full(n, write_id, np.int64)),
+                    "bucket": pa.array(np.full(n, self.bucket_property, np.int32)),
+                    "rowId": pa.array(np.arange(start, start + n, dtype=np.int64)),
+                    "currentTransaction": pa.array(np.full(n, write_id, np.int64)),
+                    "row": pa.StructArray.from_arrays(batch.columns, fields=list(self.row_type)),
+                }
+            )
+            try:
+                self._writer.write(events)
+            except BaseException:
+                self.state = "broken"
+                raise
+            self._runs.append((self.inserts, n, write_id, start))
+            self._next_row_id[write_id] = start + n
+            self.inserts += n
+            count += n
+            self.min_write_id = write_id if self.min_write_id == 0 else min(self.min_write_id, write_id)
+            self.max_write_id = max(self.max_write_id, write_id)
+        return count
+
+    def _empty_events(self) -> pa.Table:
+        return pa.table(
             {
-                "operation": pa.array(np.full(n, INSERT, np.int32)),
-                "originalTransaction": pa.array(np.full(n, write_id, np.int64)),
-                "bucket": pa.array(np.full(n, self.bucket_property, np.int32)),
-                "rowId": pa.array(np.arange(start, start + n, dtype=np.int64)),
-                "currentTransaction": pa.array(np.full(n, write_id, np.int64)),
-                "row": row,
+                "operation": pa.array([], pa.int32()),
+                "originalTransaction": pa.array([], pa.int64()),
+                "bucket": pa.array([], pa.int32()),
+                "rowId": pa.array([], pa.int64()),
+                "currentTransaction": pa.array([], pa.int64()),
+                "row": pa.array([], self.row_type),
             }
         )
-        self._writer.write(events)
-        self._runs.append((self.inserts, n, write_id, start))
-        self._next_row_id[write_id] = start + n
-        self.inserts += n
-        self.min_write_id = write_id if self.min_write_id == 0 else min(self.min_write_id, write_id)
-        self.max_write_id = max(self.max_write_id, write_id)
-        return n
 
     def _key_at(self, position: int) -> Key:
         """The ROW__ID of the event at ``position`` in the file."""
@@ -323,13 +381,16 @@ class ColumnarInsertWriter:
 
     def close(self) -> FileStats:
         """Finish the file (footer, then the ACID user metadata; copy up when remote) and return
-        its :class:`FileStats`. Closing a closed writer returns the same stats. On an error the
-        file is removed and the error raised."""
+        its :class:`FileStats` (a file of no events when nothing was inserted, as the row-wise
+        writer leaves). Closing a closed writer returns the same stats. On an error the file is
+        removed and the error raised (OSError for storage errors)."""
         if self.state == "closed" and self.stats is not None:
             return self.stats
         if self.state != "open":
             raise ValueError(f"ACID ORC writer of {self.path} is {self.state}")
         try:
+            if self.inserts == 0:  # Arrow's writer leaves no ORC file at all without a write
+                self._writer.write(self._empty_events())
             self._writer.close()
             keys = self._stripe_keys() if self.inserts else []
             # the order Hive's TreeMap of user metadata gives

@@ -525,7 +525,30 @@ def _compression(value: str | CompressionKind | int) -> CompressionKind:
     return CompressionKind(value)
 
 
-class AcidOrcWriter:
+class WriterContext:
+    """The context-manager protocol of the ACID file writers: a normal exit closes the file (when
+    still ``open``), an exception discards it."""
+
+    state: str
+
+    def close(self) -> FileStats:  # pragma: no cover - defined by the writers
+        raise NotImplementedError
+
+    def discard(self) -> None:  # pragma: no cover - defined by the writers
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None:
+            if self.state == "open":
+                self.close()
+        else:
+            self.discard()
+
+
+class AcidOrcWriter(WriterContext):
     """Writes one full-ACID ORC file (``bucket_N`` of a delta or delete_delta) event by event.
 
     ``target``: a local path (``str``/``os.PathLike``, a ``file:`` URI) or, with ``filesystem``
@@ -618,17 +641,6 @@ class AcidOrcWriter:
         self.max_write_id = 0
         self.state = "open"  # open | closed | broken | discarded
         self.stats: FileStats | None = None
-
-    # ------------------------------------------------------------------ context manager
-    def __enter__(self) -> AcidOrcWriter:
-        return self
-
-    def __exit__(self, exc_type: Any, *exc: object) -> None:
-        if exc_type is None:
-            if self.state == "open":
-                self.close()
-        else:
-            self.discard()
 
     # ------------------------------------------------------------------ properties
     @property

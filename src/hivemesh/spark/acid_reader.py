@@ -155,6 +155,11 @@ def _cheapest_field(row: StructType) -> str:
     return min(row.fields, key=cost).name
 
 
+def _any_value(column: Column) -> Column:
+    """True for every value of ``column``, null or not (keeps it referenced in a scan filter)."""
+    return column.isNull() | column.isNotNull()
+
+
 def _anchor(row: StructType) -> Column:
     """True for every insert event; references all six ACID columns so none is pruned."""
     field = F.col("row").getField(_cheapest_field(row))
@@ -164,7 +169,7 @@ def _anchor(row: StructType) -> Column:
         & F.col("bucket").isNotNull()
         & F.col("rowId").isNotNull()
         & F.col("currentTransaction").isNotNull()
-        & (field.isNull() | field.isNotNull())
+        & _any_value(field)
     )
 
 
@@ -445,6 +450,7 @@ def _with_row_positions(
 
 
 def _broadcast_deletes_bytes(spark: SparkSession) -> int:
+    """``spark.hivemesh.acid.broadcastDeletesBytes``: a plain integer, bytes (ValueError otherwise)."""
     value = spark.conf.get(BROADCAST_DELETES_BYTES_CONF, None)
     return BROADCAST_DELETES_BYTES if value in (None, "") else int(value)
 
@@ -591,8 +597,9 @@ class _EventScans:
         dd = self.spark.read.schema(self.file_schema).orc(delete_paths)
         dd = dd.filter(
             (F.col("operation") == 2)
-            # a field, not the struct: the scan then decodes one field's nulls, not every column's
-            & F.col("row").getField(_cheapest_field(self.row)).isNull()
+            # Hive's delete reader ignores ``row``; one field is referenced (always true) only so
+            # the scan keeps the sixth ACID column, with one field instead of every column
+            & _any_value(F.col("row").getField(_cheapest_field(self.row)))
             & valid_write_id_column(F.col("currentTransaction"), self.write_ids)
         )
         self.deletes.append(
