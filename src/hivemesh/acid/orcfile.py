@@ -532,9 +532,11 @@ class WriterContext:
     state: str
 
     def close(self) -> FileStats:  # pragma: no cover - defined by the writers
+        """Finish the file and return its :class:`FileStats` (each writer defines it)."""
         raise NotImplementedError
 
     def discard(self) -> None:  # pragma: no cover - defined by the writers
+        """Abandon the file and remove it, never raising (each writer defines it)."""
         raise NotImplementedError
 
     def __enter__(self) -> Any:

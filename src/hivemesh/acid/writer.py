@@ -377,8 +377,12 @@ class AcidWriter(WriteTable):
         fs.create_dir(path, recursive=True)
         return fs, path
 
-    def _bucket_writer(self, fs: pafs.FileSystem, directory: str, bucket_id: int, stmt: int) -> AcidOrcWriter:
-        return AcidOrcWriter(
+    def _bucket_writer(
+        self, fs: pafs.FileSystem, directory: str, bucket_id: int, stmt: int, arrow: bool = False
+    ) -> AcidOrcWriter | ColumnarInsertWriter:
+        """The writer of ``bucket_<bucket_id>`` in ``directory``; ``arrow``: inserts of Arrow data
+        (:func:`~hivemesh.acid.orc_columnar.open_insert_writer` picks the columnar writer)."""
+        return (open_insert_writer if arrow else AcidOrcWriter)(
             storage.join_location(directory, bucket_file_name(bucket_id)),
             self.columns,
             bucket_id=bucket_id,
@@ -425,20 +429,8 @@ class AcidWriter(WriteTable):
             out.files.append(stats)
             return stats.rows
         write_acid_version_file(fs, path)
-        file_path = storage.join_location(path, bucket_file_name(0))
-        w: AcidOrcWriter | ColumnarInsertWriter
-        if isinstance(t.rows, pa.Table | pa.RecordBatch):  # column by column when the types allow
-            w = open_insert_writer(
-                file_path,
-                self.columns,
-                statement_id=stmt,
-                filesystem=fs,
-                compression=self.compression(),
-                stripe_size=self.stripe_size,
-            )
-        else:
-            w = self._bucket_writer(fs, path, 0, stmt)
-        with w:
+        # Arrow data column by column when the types allow
+        with self._bucket_writer(fs, path, 0, stmt, arrow=isinstance(t.rows, pa.Table | pa.RecordBatch)) as w:
             w.insert(t.rows, w_id)
         assert w.stats is not None
         if w.stats.rows == 0:  # no rows: no delta

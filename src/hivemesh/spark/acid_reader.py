@@ -449,15 +449,18 @@ def _with_row_positions(
     return df, F.col("__hivemesh_bucket"), row_id
 
 
+def _conf_bytes(spark: SparkSession, key: str, default: int) -> int:
+    """Spark setting ``key``: a plain integer, bytes (ValueError otherwise); ``default`` when unset."""
+    value = spark.conf.get(key, None)
+    return default if value in (None, "") else int(value)
+
+
 def _broadcast_deletes_bytes(spark: SparkSession) -> int:
-    """``spark.hivemesh.acid.broadcastDeletesBytes``: a plain integer, bytes (ValueError otherwise)."""
-    value = spark.conf.get(BROADCAST_DELETES_BYTES_CONF, None)
-    return BROADCAST_DELETES_BYTES if value in (None, "") else int(value)
+    return _conf_bytes(spark, BROADCAST_DELETES_BYTES_CONF, BROADCAST_DELETES_BYTES)
 
 
 def _streaming_driver_max_bytes(spark: SparkSession) -> int:
-    value = spark.conf.get(STREAMING_DRIVER_MAX_BYTES_CONF, None)
-    return STREAMING_DRIVER_MAX_BYTES if value in (None, "") else int(value)
+    return _conf_bytes(spark, STREAMING_DRIVER_MAX_BYTES_CONF, STREAMING_DRIVER_MAX_BYTES)
 
 
 def _streaming_events(
