@@ -25,8 +25,12 @@ aggregate (group by ``l_returnflag, l_linestatus``: ``sum(l_quantity)``,
   plain ORC of the remaining rows, once with the delete masks broadcast (the default below
   ``spark.hivemesh.acid.broadcastDeletesBytes``) and once with broadcasting off (the sort-merge
   join that delete deltas larger than the driver's memory take);
-- with ``spark.sql.orc.impl=hive`` (Spark's Hive ORC reader, row by row), the same ACID reads and
-  the plain read of all rows: the alternative scan path of ``hivemesh.spark.acid_reader``;
+- ``read_acid`` reads through its JVM source (``hivemesh.spark.jvm_reader``: only the columns a
+  query uses, ``count()`` from ORC footers); the same two ACID reads also run on its Spark-only path
+  (``spark.hivemesh.acid.jvmReader=false``: Spark's ORC reader with every ACID column decoded, what
+  a machine without ``javac`` gets), so both paths are measured in the same run;
+- with ``spark.sql.orc.impl=hive`` (Spark's Hive ORC reader, row by row), the same ACID reads (on
+  the Spark-only path) and the plain read of all rows;
 - Trino (the ``trino-server`` bundle from Maven Central, Java 24+; ``--no-trino`` skips it), one
   server per run started with ``tests/support/trino.py``: its own JVM (heap ``--trino-heap``,
   default 3G) on the same 2 CPUs, with a ``hive`` catalog on the benchmark's metastore. It runs the
@@ -96,7 +100,12 @@ MASTER = "local[2]"
 #: Spark's Hive ORC reader (row by row). Its search-argument pushdown fails on ACID files
 #: (ArrayIndexOutOfBoundsException in OrcInputFormat.getSargColumnNames: it maps the pushed
 #: columns onto the file's top-level ACID columns), so it runs without filter pushdown.
-HIVE_IMPL = (("spark.sql.orc.impl", "hive"), ("spark.sql.orc.filterPushdown", "false"))
+#: ``read_acid`` without its JVM source (``hivemesh.spark.jvm_reader``): Spark's own ORC reader with
+#: every ACID column decoded, the path taken where no ``javac`` is available
+SPARK_ONLY = (("spark.hivemesh.acid.jvmReader", "false"),)
+#: Spark's Hive SerDe ORC reader; ``read_acid`` then takes its Spark-only path (the JVM source
+#: reads ORC itself, whatever ``spark.sql.orc.impl`` says)
+HIVE_IMPL = (("spark.sql.orc.impl", "hive"), ("spark.sql.orc.filterPushdown", "false"), *SPARK_ONLY)
 TRINO_CATALOG = "hm"  # Trino's hive catalog on the benchmark's metastore
 TRINO_PLAIN_TABLE = "lineitem_plain_90"  # Trino's external table over the plain ORC of the 90%
 #: Hive column types that Trino spells differently (the others are spelled alike)
@@ -671,6 +680,10 @@ ROWS = [  # (label, query, plain variant, ACID variant, target ratio: issue 17's
     ("Q1 aggregate, 10% deleted", "q1", "plain_90", "acid_del", 0.85),
     ("count(*), 10% deleted, deletes not broadcast", "count", "plain_90", "acid_del_shuffle", 0.5),
     ("Q1 aggregate, 10% deleted, deletes not broadcast", "q1", "plain_90", "acid_del_shuffle", 0.85),
+    ("count(*), no deletes, Spark-only reader", "count", "plain_full", "acid_nodel_sparkonly", 0.8),
+    ("Q1 aggregate, no deletes, Spark-only reader", "q1", "plain_full", "acid_nodel_sparkonly", 0.95),
+    ("count(*), 10% deleted, Spark-only reader", "count", "plain_90", "acid_del_sparkonly", 0.5),
+    ("Q1 aggregate, 10% deleted, Spark-only reader", "q1", "plain_90", "acid_del_sparkonly", 0.85),
 ]
 #: the read of delete deltas too large to broadcast (``spark.hivemesh.acid.broadcastDeletesBytes``
 #: 0, and Spark may not broadcast on its own): the path that holds beyond the driver's memory
@@ -965,35 +978,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         deleted = sum(d["rows"] for d in acid["deletes"])
         location = acid["location"]
 
+        def before_delete() -> Any:
+            return acid_mod.read_acid(
+                spark, path=location, valid_write_ids=acid["snapshot_before_delete"], schema=COLUMNS
+            )
+
+        def as_it_is() -> Any:
+            return acid_mod.read_acid(spark, FULL_NAME, metastore_uri=ms.uri)
+
+        def commit() -> None:
+            acid_mod.commit(spark)
+
         variants = [
             Variant("plain_full", "plain ORC, all rows", lambda: spark.read.orc(str(plain_full))),
-            Variant(
-                "acid_nodel",
-                "ACID before the delete",
-                lambda: acid_mod.read_acid(
-                    spark, path=location, valid_write_ids=acid["snapshot_before_delete"], schema=COLUMNS
-                ),
-            ),
+            Variant("acid_nodel", "ACID before the delete", before_delete),
             Variant("plain_90", "plain ORC, 90%", lambda: spark.read.orc(str(plain_90))),
+            Variant("acid_del", "ACID, 10% deleted", as_it_is, after=commit),
             Variant(
-                "acid_del",
-                "ACID, 10% deleted",
-                lambda: acid_mod.read_acid(spark, FULL_NAME, metastore_uri=ms.uri),
-                after=lambda: acid_mod.commit(spark),
+                "acid_del_shuffle", "ACID, 10% deleted, deletes not broadcast", as_it_is, commit, NO_BROADCAST
             ),
             Variant(
-                "acid_del_shuffle",
-                "ACID, 10% deleted, deletes not broadcast",
-                lambda: acid_mod.read_acid(spark, FULL_NAME, metastore_uri=ms.uri),
-                after=lambda: acid_mod.commit(spark),
-                conf=NO_BROADCAST,
+                "acid_nodel_sparkonly",
+                "ACID before the delete, Spark-only reader",
+                before_delete,
+                conf=SPARK_ONLY,
+            ),
+            Variant(
+                "acid_del_sparkonly", "ACID, 10% deleted, Spark-only reader", as_it_is, commit, SPARK_ONLY
             ),
         ]
         if not args.no_hive_impl:
             variants += [
                 Variant(v.key + "_hive", v.label + " (hive impl)", v.make, v.after, HIVE_IMPL)
                 for v in variants
-                if v.key not in ("plain_90", "acid_del_shuffle")
+                if v.key in ("plain_full", "acid_nodel", "acid_del")
             ]
         trino_variants: list[TrinoVariant] = []
         if not args.no_trino:  # started while Spark is idle, before the timing

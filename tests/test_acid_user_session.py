@@ -36,6 +36,7 @@ from hivemesh.acid.tables import create_transactional_table
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.spark.acid import AcidSession, read_acid
 from hivemesh.spark.acid_reader import STREAMING_DRIVER_MAX_BYTES_CONF, PythonWorkersError
+from hivemesh.spark.jvm_reader import JVM_READER_CONF
 from hivemesh.storage import resolve_location
 from tests.conftest import shared_dir
 
@@ -232,13 +233,17 @@ def test_streaming_file_read_without_python_workers(
             df = acid.read(full, with_row_ids=True)
             rows = spark_rows(df)
             write_ids = acid.snapshot(full).write_ids
+        # read in the JVM, cut at the flushed length (hivemesh.spark.jvm_reader)
+        assert "hivemesh-acid-orc" in df._jdf.queryExecution().executedPlan().toString()
         assert sorted(r[3:] for r in rows) == sorted(committed)
         assert sorted(r[:3] for r in rows) == [(1, B0, 0), (1, B0, 1), (1, B0, 2), (2, B0, 0), (2, B0, 1)]
         normal = read_acid_location(str(table_dir), write_ids, TableLayout(COLS), with_row_ids=True)
         assert rows == arrow_rows(normal)
 
         sc = spark.sparkContext
-        spark.conf.set(STREAMING_DRIVER_MAX_BYTES_CONF, "0")  # too large for the driver: executors
+        # the Spark-only path (no javac): too large for the driver, so the executors' pyarrow
+        spark.conf.set(JVM_READER_CONF, "false")
+        spark.conf.set(STREAMING_DRIVER_MAX_BYTES_CONF, "0")
         sc.setJobGroup("hivemesh-user-session", "must stay empty")
         try:
             with AcidSession(spark) as acid, pytest.raises(PythonWorkersError) as err:
@@ -247,6 +252,7 @@ def test_streaming_file_read_without_python_workers(
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)
             spark.conf.unset(STREAMING_DRIVER_MAX_BYTES_CONF)
+            spark.conf.unset(JVM_READER_CONF)
         message = str(err.value)
         assert bare_workers in message
         assert "pyarrow" in message and "PYSPARK_PYTHON" in message and "hivemesh.spark.session" in message

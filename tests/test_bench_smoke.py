@@ -187,7 +187,7 @@ def test_acid_read_bench_tiny_run(tmp_path: Path) -> None:
     variants = doc["variants"]
     assert set(variants) == {
         "plain_full", "acid_nodel", "plain_90", "acid_del", "acid_del_shuffle", "plain_full_hive", "acid_nodel_hive",
-        "acid_del_hive",
+        "acid_del_hive", "acid_nodel_sparkonly", "acid_del_sparkonly",
     }  # fmt: skip
     for key, v in variants.items():
         expect = rows if key.startswith(("plain_full", "acid_nodel")) else rows - deleted

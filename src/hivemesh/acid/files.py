@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as po
 import pyarrow.parquet as pq
+import pyorc
 
 from hivemesh import storage
 from hivemesh.acid import orcfile
@@ -118,22 +119,104 @@ def write_bucket_file(
     return iw.stats
 
 
-def _arrow_table(data: Data, columns: Sequence[tuple[str, str]]) -> pa.Table:
-    """``data`` as an Arrow table with the Arrow types of the Hive ``columns``."""
+def _timestamp_units(t: pa.DataType) -> set[str]:
+    """The units of the timestamps an Arrow type is or holds (struct fields, list items, map keys
+    and values); empty when it holds none."""
+    if pa.types.is_timestamp(t):
+        return {str(t.unit)}
+    if pa.types.is_struct(t):
+        return set().union(*(_timestamp_units(t.field(i).type) for i in range(t.num_fields)))
+    if pa.types.is_map(t):
+        return _timestamp_units(t.key_type) | _timestamp_units(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _timestamp_units(t.value_type)
+    return set()
+
+
+def _with_unit(t: pa.DataType, unit: str) -> pa.DataType:
+    """``t`` with every timestamp (nested ones too) in ``unit``, time zones kept."""
+    if pa.types.is_timestamp(t):
+        return pa.timestamp(unit, tz=t.tz)
+    if pa.types.is_struct(t):
+        return pa.struct(
+            [t.field(i).with_type(_with_unit(t.field(i).type, unit)) for i in range(t.num_fields)]
+        )
+    if pa.types.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(_with_unit(t.key_type, unit)),
+            t.item_field.with_type(_with_unit(t.item_type, unit)),
+        )
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_with_unit(t.value_type, unit)))
+    return t
+
+
+def _arrow_table(
+    data: Data, columns: Sequence[tuple[str, str]], *, wide_timestamps: bool = False
+) -> pa.Table:
+    """``data`` as an Arrow table with the Arrow types of the Hive ``columns``.
+
+    ``wide_timestamps``: timestamps (nested ones too) keep nanoseconds only when the Arrow data
+    has them, else become microseconds (row tuples: nanoseconds, else microseconds when a value
+    is out of their range), so years beyond 2262 are kept (for the row-wise ORC writer)."""
     schema = pa.schema([pa.field(n, orcfile.hive_to_arrow_type(t)) for n, t in columns])
     names = [n for n, _ in columns]
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     if isinstance(data, pa.Table):
         cols = orcfile.select_columns(data, names)
+        if wide_timestamps:
+            schema = pa.schema(
+                [
+                    f if "ns" in _timestamp_units(c.type) else f.with_type(_with_unit(f.type, "us"))
+                    for c, f in zip(cols, schema, strict=True)
+                ]
+            )
         return pa.Table.from_arrays(
             [c.cast(f.type) for c, f in zip(cols, schema, strict=True)], schema=schema
         )
     rows = [tuple(r) for r in data]
+    fields = []
     arrays = []
     for i, f in enumerate(schema):
-        arrays.append(pa.array([r[i] for r in rows], type=f.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
+        values = [r[i] for r in rows]
+        try:
+            arr = pa.array(values, type=f.type)
+        except pa.ArrowInvalid as err:
+            if not (wide_timestamps and _timestamp_units(f.type)):
+                raise
+            arr = _us_array(values, f.type, err)  # out of the nanosecond range (beyond 2262)?
+        fields.append(f.with_type(arr.type))
+        arrays.append(arr)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _us_array(values: list[Any], t: pa.DataType, err: Exception) -> pa.Array:
+    """``values`` as an array of ``t`` with microsecond timestamps; ``err`` when that fails too."""
+    try:
+        return pa.array(values, type=_with_unit(t, "us"))
+    except pa.ArrowInvalid:
+        raise err from None
+
+
+def _write_orc_rows(out: Any, columns: Sequence[tuple[str, str]], table: pa.Table, compression: str) -> None:
+    """Write ``table`` (columns in ``columns`` order) as an ORC file to the stream ``out`` with
+    pyorc, as :class:`AcidOrcWriter` writes its rows: values converted by
+    :func:`hivemesh.acid.orcfile.arrow_rows` (timestamps as non-negative nanoseconds, writer time
+    zone UTC), Hive's stripe, compression block and row index sizes. ``out`` is left open."""
+    writer = pyorc.Writer(
+        out,
+        orcfile.row_schema(columns),
+        batch_size=orcfile.DEFAULT_BATCH_SIZE,
+        stripe_size=orcfile.DEFAULT_STRIPE_SIZE,
+        row_index_stride=orcfile.DEFAULT_ROW_INDEX_STRIDE,
+        compression=orcfile._compression(compression),
+        compression_block_size=orcfile.DEFAULT_COMPRESSION_BLOCK_SIZE,
+        converters=orcfile.CONVERTERS,
+    )
+    for chunk in orcfile._row_chunks(table, [n for n, _ in columns]):
+        writer.writerows(chunk)
+    writer.close()
 
 
 def write_plain_file(
@@ -152,10 +235,14 @@ def write_plain_file(
     ``data``: Arrow data (columns by name, else position; cast to the Hive types' Arrow types,
     ArrowInvalid when that fails) or row tuples. ``file_format``: ``"orc"`` (compression default
     ``zlib``) or ``"parquet"`` (default ``snappy``; timestamps as INT96, which Hive 3 reads).
-    NotImplementedError for ``textfile``.
+    NotImplementedError for ``textfile``. ORC files of tables with timestamps (nested ones too)
+    are written row by row with pyorc, as :class:`AcidOrcWriter` writes (Arrow's ORC writer
+    stores a time before 1970 with a fraction of a second with negative nanoseconds, which Java
+    readers reject, and Arrow's timestamps end in 2262); other ORC files with Arrow's writer.
     """
     fmt = file_format.lower()
-    table = _arrow_table(data, columns)
+    row_wise = fmt == "orc" and any(_timestamp_units(orcfile.hive_to_arrow_type(t)) for _, t in columns)
+    table = _arrow_table(data, columns, wide_timestamps=row_wise)
     if table.num_rows == 0:
         return None
     fs, dir_path = storage.resolve_location(directory, filesystem)
@@ -163,7 +250,9 @@ def write_plain_file(
     path = storage.join_location(dir_path, file_name)
     try:
         with fs.open_output_stream(path, compression=None) as out:
-            if fmt == "orc":
+            if row_wise:
+                _write_orc_rows(out, columns, table, compression or "zlib")
+            elif fmt == "orc":
                 po.write_table(table, out, compression=(compression or "zlib"))
             elif fmt == "parquet":
                 pq.write_table(

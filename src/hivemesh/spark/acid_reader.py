@@ -1,9 +1,15 @@
 """Build the DataFrame of a Hive ACID table (or directory) under a snapshot whose files are chosen.
 
-Scan path, chosen by measurement (``bench/acid_read.py``, README "Hive ACID"): Spark's own
-vectorized ORC reader, kept working on ACID files by always reading all six ACID columns.
+Scan path, chosen by measurement (``bench/acid_read.py``, README "Hive ACID"): the JVM source of
+:mod:`hivemesh.spark.jvm_reader` (``AcidOrcSource.java``) when it can be built and added to the
+session. It reads every base/delta and delete-delta file of the snapshot in one scan, with the
+partition index as a column, decoding only the columns a query uses (Spark's vectorized ORC batch
+reader under an ACID-shaped reader schema), ``count()`` from footers when nothing filters rows, and
+streaming files cut at their flushed length in the JVM. The write-id filter (only for directories
+spanning invalid write ids) and the delete join are the same Spark operators on both paths.
 
-Why: ORC's ``SchemaEvolution`` recognizes an ACID file by its six top-level column names; when the
+Without it (no ``javac``; ``spark.hivemesh.acid.jvmReader=false``): Spark's own vectorized ORC
+reader, kept working on ACID files by always reading all six ACID columns. Why: ORC's ``SchemaEvolution`` recognizes an ACID file by its six top-level column names; when the
 schema Spark asks for is not ACID-shaped (Spark pruned columns: ``count()``, selecting a few
 fields) ORC wraps it in the ACID event schema again and the read fails with
 ArrayIndexOutOfBounds/ClassCastException (README "Hive ACID"). Asking for all six columns
@@ -15,7 +21,8 @@ conditions are true for every insert event Hive writes, so it costs only their d
 (ArrayIndexOutOfBounds in ``OrcInputFormat.getSargColumnNames``); pyarrow in a Python data source
 cannot prune columns.
 
-Two kinds of files need more than a plain scan; neither needs Python workers (so a SparkSession
+Two kinds of files need more than a plain scan on that path (original files on both); neither
+needs Python workers (so a SparkSession
 whose executors' Python lacks pyarrow or hivemesh reads them too):
 
 * Original (pre-ACID) files are read by Spark's ORC reader with their own column names (matched to
@@ -54,7 +61,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import reduce
+from functools import lru_cache, reduce
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -96,6 +103,8 @@ from hivemesh.acid.names import encode_bucket_property
 from hivemesh.acid.selection import DataFile, SnapshotFiles
 from hivemesh.errors import HivemeshError
 from hivemesh.hive.txn_lists import ValidWriteIdList
+from hivemesh.spark import jvm_reader
+from hivemesh.spark.jvm_reader import SOURCE_CLASS
 from hivemesh.spark.session import use_configured_python
 
 PARTITION_INDEX = "__hivemesh_partition"  # joins delete events to rows of the same location
@@ -105,6 +114,7 @@ STREAMING_DRIVER_MAX_BYTES_CONF = "spark.hivemesh.acid.streamingDriverMaxBytes"
 STREAMING_DRIVER_MAX_BYTES = 64 * 1024 * 1024  # flushed streaming bytes read on the driver, in total
 
 
+@lru_cache(maxsize=1024)
 def spark_type(hive_type: str) -> DataType:
     """The Spark type of a Hive column type (``char``/``varchar`` read as strings)."""
     text = re.sub(r"\b(?:var)?char\s*\(\s*\d+\s*\)", "string", hive_type.strip(), flags=re.IGNORECASE)
@@ -527,7 +537,7 @@ def snapshot_dataframe(
             raise ValueError("insert-only tables have no row ids (ROW__ID)")
         return _insert_only_dataframe(spark, locations, layout, partition_cols)
     columns = layout.columns
-    scans = _EventScans(spark, columns, write_ids)
+    scans = _EventScans(spark, columns, write_ids, jvm=jvm_reader.enable(spark))
     for pindex, loc in enumerate(locations):
         scans.add_location(loc, pindex, need_ids=with_row_ids or bool(loc.files.delete_files))
     events = scans.live_inserts()
@@ -551,6 +561,9 @@ class _EventScans:
     inserts: list[DataFrame] = field(default_factory=list)
     deletes: list[DataFrame] = field(default_factory=list)
     stream_tasks: list[dict[str, Any]] = field(default_factory=list)
+    jvm: bool = False  # read ACID files with the JVM source (:mod:`hivemesh.spark.jvm_reader`)
+    jvm_inserts: list[str] = field(default_factory=list)  # its ``files`` lines
+    jvm_deletes: list[str] = field(default_factory=list)
     delete_bytes: int = 0
     needs_filter: bool = False  # some file holds events of write ids not valid in the snapshot
     file_schema: StructType = field(init=False)
@@ -575,7 +588,10 @@ class _EventScans:
                 continue
             self.needs_filter = self.needs_filter or f.write_id_filter
             length = flush_length(loc.location, f)
-            if length is None:
+            if self.jvm:
+                if length != 0:  # 0: no footer flushed yet, nothing readable
+                    self.jvm_inserts.append(_files_line(pindex, length, f.size, _uri(loc.location, f.path)))
+            elif length is None:
                 plain.append(_uri(loc.location, f.path))
             elif length > 0:  # 0: no footer flushed yet, nothing readable
                 self.stream_tasks.append(
@@ -595,6 +611,12 @@ class _EventScans:
     def _add_delete_files(self, loc: LocationFiles, pindex: int) -> None:
         delete_paths = [_uri(loc.location, f.path) for f in loc.files.delete_files]
         self.delete_bytes += sum(f.size for f in loc.files.delete_files)
+        if self.jvm:
+            self.jvm_deletes.extend(
+                _files_line(pindex, None, f.size, p)
+                for f, p in zip(loc.files.delete_files, delete_paths, strict=True)
+            )
+            return
         if not delete_paths:
             return
         dd = self.spark.read.schema(self.file_schema).orc(delete_paths)
@@ -605,14 +627,7 @@ class _EventScans:
             & _any_value(F.col("row").getField(_cheapest_field(self.row)))
             & valid_write_id_column(F.col("currentTransaction"), self.write_ids)
         )
-        self.deletes.append(
-            dd.select(
-                F.col("rowId").alias("d_rowId"),
-                F.col("originalTransaction").alias("d_owid"),
-                F.col("bucket").alias("d_bucket"),
-                F.lit(pindex).alias("d_p"),
-            )
-        )
+        self.deletes.append(_delete_keys(dd, F.lit(pindex)))
 
     def live_inserts(self) -> DataFrame:
         """The insert events valid in the snapshot and not deleted: the ROW__ID columns, the
@@ -623,6 +638,14 @@ class _EventScans:
         in projections right above the scan, so a join on the ``row`` struct would read every
         table column (measured: all 16 lineitem columns for a Q1 that needs 5)."""
         inserts = list(self.inserts)
+        if self.jvm_inserts:
+            inserts.append(self._jvm_events(self.jvm_inserts, "insert"))
+        deletes = list(self.deletes)
+        if self.jvm_deletes:
+            dd = self._jvm_events(self.jvm_deletes, "delete").filter(
+                valid_write_id_column(F.col("currentTransaction"), self.write_ids)
+            )
+            deletes.append(_delete_keys(dd, F.col(PARTITION_INDEX)))
         if self.stream_tasks:
             streamed = _streaming_events(self.spark, self.stream_tasks, self.columns)
             inserts.append(streamed.filter(F.col("operation") != 2))
@@ -639,10 +662,41 @@ class _EventScans:
             PARTITION_INDEX,
             *(F.col("row").getField(name).alias(_flat(i)) for i, (name, _) in enumerate(self.columns)),
         )
-        if not self.deletes:
+        if not deletes:
             return events
-        dels = _union(self.deletes)  # duplicates set the same bit again
+        dels = _union(deletes)  # duplicates set the same bit again
         return _without_deleted(events, dels, self.delete_bytes <= _broadcast_deletes_bytes(self.spark))
+
+    def _jvm_events(self, lines: list[str], events: str) -> DataFrame:
+        """The events of ``lines``' files (``events``: ``insert`` or ``delete``) through the JVM
+        source: its columns are the ACID file schema plus :data:`PARTITION_INDEX`, and Spark
+        reads only those a query uses (no anchor filter needed)."""
+        return (
+            self.spark.read.format(SOURCE_CLASS)
+            .schema(StructType([*self.file_schema.fields, StructField(PARTITION_INDEX, IntegerType())]))
+            .option("files", "\n".join(lines))
+            .option("events", events)
+            .load()
+        )
+
+
+def _delete_keys(deletes: DataFrame, partition: Column) -> DataFrame:
+    """The ROW__IDs of delete events with their location's index, as :func:`_without_deleted`
+    takes them (``d_rowId``, ``d_owid``, ``d_bucket``, ``d_p``)."""
+    return deletes.select(
+        F.col("rowId").alias("d_rowId"),
+        F.col("originalTransaction").alias("d_owid"),
+        F.col("bucket").alias("d_bucket"),
+        partition.alias("d_p"),
+    )
+
+
+def _files_line(pindex: int, length: int | None, size: int, uri: str) -> str:
+    """One line of the JVM source's ``files`` option: partition index, readable length (-1: the
+    whole file), size as listed (bytes), path URI; tab-separated."""
+    if "\n" in uri or "\t" in uri:
+        raise ValueError(f"a path with a tab or newline cannot be read: {uri!r}")
+    return f"{pindex}\t{-1 if length is None else length}\t{size}\t{uri}"
 
 
 def _flat(i: int) -> str:
@@ -717,6 +771,8 @@ def _with_partitions(
             *(F.col(f"__v{i}").cast(spark_type(t)).alias(n) for i, (n, t) in enumerate(partition_cols)),
         )
         return df.join(F.broadcast(values), PARTITION_INDEX).select(*data_cols, *names)
+    if len(locations) == 1:  # every row comes from that location: its values as literals
+        return df.select(*data_cols, *_partition_literals(partition_cols, locations[0].partition_values))
     columns = []
     for i, (name, hive_type) in enumerate(partition_cols):
         expr = None
