@@ -8,6 +8,7 @@ the JVM are covered by ``test_acid_user_session`` and ``test_acid_stream_read``.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,6 +157,28 @@ def test_acid_v1_delete_events_in_a_data_file_are_refused(spark: SparkSession, t
         with pytest.raises(Exception, match="ACID v1") as err:
             action()
         assert "delta_0000003_0000003_0000/bucket_00000" in str(err.value)
+
+
+@once
+def test_empty_files_and_reads_from_other_threads(spark: SparkSession, tmp_path: Path) -> None:
+    """A 0-byte bucket file (Hive writes them for buckets without rows) reads as no rows; a read
+    from another Python thread (its own JVM thread, where ADD JAR did not run) finds the source."""
+    root = _table(tmp_path / "t")
+    (root / delta_dir_name(2, 2, 0) / "bucket_00002").write_bytes(b"")
+    df = _read(spark, root, f"d.t:2:{MAX}::")
+    assert df.count() == 800 and len(df.select("id").collect()) == 800
+    out: list[object] = []
+
+    def read() -> None:
+        try:
+            out.append(_read(spark, root, f"d.t:2:{MAX}::").select("note").count())
+        except Exception as e:  # noqa: BLE001 - reported below
+            out.append(e)
+
+    worker = threading.Thread(target=read)
+    worker.start()
+    worker.join(timeout=300)
+    assert out == [800]
 
 
 @once

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,13 +37,13 @@ COMPILE_TIMEOUT_S = 300
 
 
 def spark_jars_dir() -> Path | None:
-    """The running Spark's jars: the PySpark wheel's ``jars``, else ``$SPARK_HOME/jars``; None
-    when neither exists."""
+    """The jars of the Spark that PySpark launches: ``$SPARK_HOME/jars`` when ``SPARK_HOME`` is
+    set (PySpark starts that Spark), else the PySpark wheel's ``jars``; None when neither exists."""
     import pyspark
 
     candidates = [Path(pyspark.__file__).parent / "jars"]
     if os.environ.get("SPARK_HOME"):
-        candidates.append(Path(os.environ["SPARK_HOME"]) / "jars")
+        candidates.insert(0, Path(os.environ["SPARK_HOME"]) / "jars")
     for c in candidates:
         if c.is_dir() and any(c.glob("spark-sql_*.jar")):
             return c
@@ -106,17 +107,22 @@ def build_jar(javac: str | None = None, jars: Path | None = None) -> Path:
         partial = Path(tmp) / "out.jar"
         shutil.make_archive(str(partial.with_suffix("")), "zip", classes)
         Path(str(partial.with_suffix("")) + ".zip").rename(partial)
-        staged = target.with_name(f".{target.name}.{os.getpid()}")
+        fd, staged = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        os.close(fd)
         shutil.copyfile(partial, staged)
-        staged.replace(target)
+        Path(staged).replace(target)
     log.info("compiled the ACID ORC reader into %s", target)
     return target
+
+
+_build_lock = threading.Lock()
 
 
 @lru_cache(maxsize=1)
 def _jar_or_reason() -> tuple[Path | None, str]:
     try:
-        return build_jar(), ""
+        with _build_lock:  # one javac per process (lru_cache does not serialise its callers)
+            return build_jar(), ""
     except subprocess.CalledProcessError as e:
         return None, f"javac failed: {(e.stderr or e.stdout or '').strip()[:2000]}"
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
@@ -139,15 +145,19 @@ def enable(spark: SparkSession) -> bool:
         return False
     try:
         key = f"{spark.sparkContext.applicationId} {jar}"
-        if key in _added:
-            return True
-        listed = [r[0] for r in spark.sql("LIST JARS").collect()]
-        if not any(str(x).endswith("/" + jar.name) for x in listed):
-            spark.sql(f"ADD JAR '{jar}'")
+        if key not in _added:
+            listed = [r[0] for r in spark.sql("LIST JARS").collect()]
+            if not any(str(x).endswith("/" + jar.name) for x in listed):
+                spark.sql(f"ADD JAR '{jar}'")
+            _added.add(key)
+        # ADD JAR puts the session's jar class loader on the calling JVM thread only, and Spark
+        # looks data sources up through the thread's context class loader: with PySpark's
+        # pinned threads every Python thread has its own JVM thread, so set it on this one
+        loader = spark._jsparkSession.sharedState().jarClassLoader()  # type: ignore[attr-defined]
+        spark._jvm.java.lang.Thread.currentThread().setContextClassLoader(loader)  # type: ignore[attr-defined]
     except Exception as e:  # noqa: BLE001 - any failure leaves the Spark-only path working
         _warn_once(f"the JVM ACID reader is off: ADD JAR {jar} failed: {e}")
         return False
-    _added.add(key)
     return True
 
 

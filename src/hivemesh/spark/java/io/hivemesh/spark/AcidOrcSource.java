@@ -266,7 +266,8 @@ public final class AcidOrcSource implements TableProvider {
       for (FileEntry f : files) {
         total += readable(f) + openCost;
       }
-      long target = Math.min(maxBytes, Math.max(openCost, total / Math.max(parallelism, 1)));
+      long target =
+          Math.max(1, Math.min(maxBytes, Math.max(openCost, total / Math.max(parallelism, 1))));
       List<AcidSplit> splits = new ArrayList<>();
       for (FileEntry f : files) {
         long size = readable(f);
@@ -503,13 +504,15 @@ public final class AcidOrcSource implements TableProvider {
         boolean insertEvents)
         throws IOException {
       FileEntry f = split.file;
-      org.apache.orc.impl.OrcTail tail;
-      try (Reader footer = openOrc(base, f)) { // the tail is read once, and handed to the reader
+      try (Reader footer = openOrc(base, f)) {
         long deletes = insertEvents ? deleteEvents(footer) : 0;
         if (deletes > 0) {
           throw v1Deletes(f.path, deletes);
         }
-        tail = new org.apache.orc.impl.OrcTail(footer.getFileTail(), footer.getSerializedFileFooter());
+        if (footer.getNumberOfRows() == 0) { // also a 0-byte file, which Hive writes for no rows
+          reader = null;
+          return;
+        }
       }
       // ORC reader schema: all six ACID names (so ORC does not wrap it again), row pruned to the
       // fields used; only the top-level columns Spark asked for are included (decoded).
@@ -552,19 +555,25 @@ public final class AcidOrcSource implements TableProvider {
       }
       long length = split.length == Long.MAX_VALUE ? Long.MAX_VALUE - split.start : split.length;
       FileSplit fileSplit = new FileSplit(new Path(f.path), split.start, length, new String[0]);
-      reader = new OrcColumnarBatchReader(batchRows, MemoryMode.ON_HEAP);
-      reader.initialize(fileSplit, new TaskAttemptContextImpl(conf, new TaskAttemptID()), tail);
-      reader.initBatch(
-          TypeDescription.fromString(orcSchemaText),
-          required.fields(),
-          dataIds,
-          partIds,
-          new GenericInternalRow(new Object[] {f.partitionIndex}));
+      OrcColumnarBatchReader r = new OrcColumnarBatchReader(batchRows, MemoryMode.ON_HEAP);
+      try {
+        r.initialize(fileSplit, new TaskAttemptContextImpl(conf, new TaskAttemptID()));
+        r.initBatch(
+            TypeDescription.fromString(orcSchemaText),
+            required.fields(),
+            dataIds,
+            partIds,
+            new GenericInternalRow(new Object[] {f.partitionIndex}));
+      } catch (IOException | RuntimeException e) {
+        r.close();
+        throw e;
+      }
+      reader = r;
     }
 
     @Override
     public boolean next() throws IOException {
-      return reader.nextKeyValue();
+      return reader != null && reader.nextKeyValue();
     }
 
     @Override
@@ -574,7 +583,9 @@ public final class AcidOrcSource implements TableProvider {
 
     @Override
     public void close() throws IOException {
-      reader.close();
+      if (reader != null) {
+        reader.close();
+      }
     }
   }
 }
