@@ -207,14 +207,36 @@ def backup_sqlite(url: str, dest: Path, what: str = "store") -> None:
         tmp.unlink(missing_ok=True)
 
 
+WAL_SWITCH_RETRY_S = 60.0  # how long a new connection retries switching a busy database to WAL
+
+
 def _sqlite_on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
     dbapi_conn.isolation_level = None  # BEGIN is issued by _sqlite_on_begin
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=60000")
+    _switch_to_wal(cur)
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=60000")
     cur.close()
+
+
+def _switch_to_wal(cur: sqlite3.Cursor) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while the database is locked: connections opening a new
+    database together all try the switch, which needs an exclusive lock, and SQLite answers
+    "database is locked" at once instead of waiting when waiting could deadlock (seen in CI with
+    three stores opened at the same moment). Idempotent; raises the last error after
+    :data:`WAL_SWITCH_RETRY_S` seconds."""
+    deadline = time.monotonic() + WAL_SWITCH_RETRY_S
+    delay = 0.01
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
 
 
 def _sqlite_on_begin(conn: sa.Connection) -> None:
