@@ -9,8 +9,9 @@ streaming files cut at their flushed length in the JVM. The write-id filter (onl
 spanning invalid write ids) and the delete join are the same Spark operators on both paths.
 
 Without it (no ``javac``; ``spark.hivemesh.acid.jvmReader=false``): Spark's own vectorized ORC
-reader, kept working on ACID files by always reading all six ACID columns. Why: ORC's ``SchemaEvolution`` recognizes an ACID file by its six top-level column names; when the
-schema Spark asks for is not ACID-shaped (Spark pruned columns: ``count()``, selecting a few
+reader, kept working on ACID files by always reading all six ACID columns. Why: ORC's
+``SchemaEvolution`` recognizes an ACID file by its six top-level column names; when the schema
+Spark asks for is not ACID-shaped (Spark pruned columns: ``count()``, selecting a few
 fields) ORC wraps it in the ACID event schema again and the read fails with
 ArrayIndexOutOfBounds/ClassCastException (README "Hive ACID"). Asking for all six columns
 (``row`` pruned to the fields used) keeps the shapes equal. The scan filter below references every
@@ -22,8 +23,8 @@ conditions are true for every insert event Hive writes, so it costs only their d
 cannot prune columns.
 
 Two kinds of files need more than a plain scan on that path (original files on both); neither
-needs Python workers (so a SparkSession
-whose executors' Python lacks pyarrow or hivemesh reads them too):
+needs Python workers (so a SparkSession whose executors' Python lacks pyarrow or hivemesh reads
+them too):
 
 * Original (pre-ACID) files are read by Spark's ORC reader with their own column names (matched to
   the table's columns by position, as Hive does) and get Hive's synthesized ROW__ID:
@@ -157,6 +158,7 @@ _CHEAP = [
 
 def _cheapest_field(row: StructType) -> str:
     def cost(f: StructField) -> int:
+        """Rank of ``f``'s type in decoding cost (0 cheapest); nested types last."""
         for i, t in enumerate(_CHEAP):
             if isinstance(f.dataType, t):
                 return i
@@ -233,6 +235,8 @@ def _arrow_tasks_reader(columns: tuple[tuple[str, str], ...], out_schema_json: s
     fallback for streaming files too large to read on the driver)."""
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Each task row (kind, path, length, bucket id, first row id, partition index) read as
+        Arrow events of ``out_schema_json``, in batches of up to 64K rows."""
         out_schema = to_arrow_schema(
             StructType.fromJson(json.loads(out_schema_json)),
             timezone="UTC",
@@ -286,6 +290,7 @@ def _cluster_python_problem(spark: SparkSession) -> str | None:
     or None."""
 
     def probe(_: Iterator[int]) -> Iterator[str]:
+        """One line: empty when both imports work, else the interpreter and the import error."""
         try:
             __import__("pyarrow")
             __import__("hivemesh.acid.arrow_reader")
@@ -748,12 +753,14 @@ CASE_PARTITIONS_MAX = 32  # up to this many partitions values come from a CASE, 
 def _with_partitions(
     df: DataFrame, locations: Sequence[LocationFiles], partition_cols: Sequence[tuple[str, str]]
 ) -> DataFrame:
-    """Replace the partition index column by the partition columns' values (typed): a CASE on the
-    index for a few partitions, a broadcast join with a small table of values for many."""
+    """Replace the partition index column by the partition columns' values (typed): literals for
+    one location, a CASE on the index for a few, a broadcast join with a small table of values for
+    many."""
     names = [name for name, _ in partition_cols]
     data_cols = [c for c in df.columns if c != PARTITION_INDEX and c not in names]
 
     def value(loc: LocationFiles, i: int) -> str | None:
+        """``loc``'s ``i``-th partition value as the metastore stores it; None for Hive's default."""
         v = loc.partition_values[i]
         return None if v == "__HIVE_DEFAULT_PARTITION__" else v
 

@@ -104,12 +104,10 @@ def build_jar(javac: str | None = None, jars: Path | None = None) -> Path:
             str(SOURCE),
         ]
         subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
-        partial = Path(tmp) / "out.jar"
-        shutil.make_archive(str(partial.with_suffix("")), "zip", classes)
-        Path(str(partial.with_suffix("")) + ".zip").rename(partial)
+        archive = shutil.make_archive(str(Path(tmp) / "classes"), "zip", classes)  # a jar is a zip
         fd, staged = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         os.close(fd)
-        shutil.copyfile(partial, staged)
+        shutil.copyfile(archive, staged)
         Path(staged).replace(target)
     log.info("compiled the ACID ORC reader into %s", target)
     return target
