@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.postgres import PostgresCluster, PostgresError
+from tests.support.resources import SessionResources
 from tests.support.servers import HivemeshProcess, ThriftClient
 
 _pg_cluster: PostgresCluster | None = None
@@ -101,25 +102,49 @@ def drop_pg_database(url: str) -> None:
     eng.dispose()
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgres"])
-def backend_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh metadata store URL, once for SQLite and once for PostgreSQL (dropped afterwards)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'metastore.db'}"
-        return
-    if not postgres_available():
-        pytest.skip(PG_SKIP_REASON)
-    url = make_pg_database()
-    yield url
-    drop_pg_database(url)
+@pytest.fixture(scope="session")
+def session_resources() -> Iterator[SessionResources]:
+    """The cache that keeps one instance of each parametrized peer for the whole test session."""
+    resources = SessionResources()
+    yield resources
+    resources.close()
+
+
+@contextmanager
+def _store_url(backend: str, tmp_path_factory: pytest.TempPathFactory, prefix: str) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp(f'{prefix}-sqlite') / 'metastore.db'}"
+    else:
+        with pg_database(prefix) as url:
+            yield url
+
+
+# The PostgreSQL parameters carry the ``postgres`` mark, so ``-m "not postgres"`` deselects them.
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend_url(
+    request: pytest.FixtureRequest, session_resources: SessionResources, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """A fresh metadata store URL, one for SQLite and one for PostgreSQL, each made once per test
+    session (the PostgreSQL database is dropped at the end)."""
+    return session_resources.get(
+        ("store", request.param), lambda: _store_url(request.param, tmp_path_factory, "hivemesh_test")
+    )
 
 
 @pytest.fixture(scope="session")
-def hivemesh_server(backend_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HivemeshProcess]:
-    """A running ``hivemesh metastore`` process on each backend (shared by the session)."""
-    base = tmp_path_factory.mktemp("hivemesh")
-    with HivemeshProcess(backend_url, base / "warehouse", base / "metastore.log") as proc:
-        yield proc
+def hivemesh_server(
+    backend_url: str, session_resources: SessionResources, tmp_path_factory: pytest.TempPathFactory
+) -> HivemeshProcess:
+    """A running ``hivemesh metastore`` process on each backend, started once per test session."""
+
+    def start() -> HivemeshProcess:
+        base = tmp_path_factory.mktemp("hivemesh")
+        return HivemeshProcess(backend_url, base / "warehouse", base / "metastore.log")
+
+    return session_resources.get(("hivemesh_server", backend_url), start)
 
 
 @pytest.fixture()
@@ -144,12 +169,48 @@ def shared_dir() -> Path:
     return repo_root().parent / "shared"
 
 
-# Tests marked ``proxy_spark`` (tests/test_proxy_spark.py) stop the shared SparkSession of the
-# ``spark`` fixture and start their own against hivemesh proxies (one SparkSession per JVM at a
-# time). Running them last means no later test finds the shared session stopped. trylast: after
-# pytest's own fixture-based reordering, so nothing moves them back.
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "proxy_spark: replaces the shared SparkSession; runs last")
+    config.addinivalue_line(
+        "markers",
+        "spark_postgres: a Spark test that also runs with the Spark metastore on PostgreSQL (the rest "
+        "run on SQLite only: the metastore's PostgreSQL semantics are tested without Spark)",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The ``spark_store_url`` parameter: ``sqlite`` for every Spark test, ``postgres`` too for
+    those marked ``spark_postgres`` (a SparkSession's warm-up is tens of seconds, and one JVM holds
+    one session at a time, so each backend costs a session of its own)."""
+    if "spark_store_url" in metafunc.fixturenames:
+        backends: list[object] = ["sqlite"]
+        if metafunc.definition.get_closest_marker("spark_postgres") is not None:
+            backends.append(pytest.param("postgres", marks=pytest.mark.postgres))
+        metafunc.parametrize("spark_store_url", backends, indirect=True, scope="session")
+
+
+# Markers that follow from the fixtures a test uses, so ``-m`` selections (``make test-quick``)
+# need no hand-kept list.
+_FIXTURE_MARKS = {"spark": "spark", "spark_metastore": "spark", "hive4": "hive4"}
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark a test by the peers its fixtures start (before ``-m`` selects)."""
+    names = getattr(item, "fixturenames", ())
+    for fixture, mark in _FIXTURE_MARKS.items():
+        if fixture in names and item.get_closest_marker(mark) is None:
+            item.add_marker(mark)
+
+
+def _order(item: pytest.Item) -> int:
+    """0: most tests; 1: Spark tests on PostgreSQL (their own SparkSession, built once after the
+    SQLite one is done); 2: ``proxy_spark`` tests, which stop the shared SparkSession."""
+    if item.get_closest_marker("proxy_spark") is not None:
+        return 2
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("spark_store_url") == "postgres":
+        return 1
+    return 0
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -172,11 +233,37 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         report.longrepr = f"skipped under CI=true, where nothing may skip: {reason}"
 
 
+# Parameters of session and module fixtures, most expensive first: within a module, tests are
+# grouped by these in this order, so a module fixture on ``hive4`` is built once per Hive 4 backend.
+_PARAM_PRIORITY = ("hive4", "spark_store_url", "backend_url")
+
+
+def _param_key(item: pytest.Item, first_seen: dict[tuple[str, str], int]) -> tuple[tuple[int, int], ...]:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return ()
+    defs = item._fixtureinfo.name2fixturedefs  # type: ignore[attr-defined]
+    names = [n for n in callspec.params if n in defs and defs[n][-1].scope in ("session", "package", "module")]
+    names.sort(key=lambda n: (_PARAM_PRIORITY.index(n) if n in _PARAM_PRIORITY else len(_PARAM_PRIORITY), n))
+    key = []
+    for rank, name in enumerate(names):
+        value = (name, repr(callspec.params[name]))
+        key.append((rank, first_seen.setdefault(value, len(first_seen))))
+    return tuple(key)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    last = [i for i in items if i.get_closest_marker("proxy_spark") is not None]
-    if last:
-        items[:] = [i for i in items if i.get_closest_marker("proxy_spark") is None] + last
+    """One order that starts each peer as few times as possible (trylast: after pytest's own
+    reordering, which splits modules and so rebuilds their module fixtures once per piece):
+    every module's tests together, in file order, grouped within by their session and module
+    parameters (:data:`_PARAM_PRIORITY`); the session-parametrized peers themselves are cached
+    (:mod:`tests.support.resources`), so switching between modules costs nothing. Tests that need
+    another SparkSession run after all those on the shared one (:func:`_order`)."""
+    first_seen: dict[tuple[str, str], int] = {}
+    keys = {id(item): _param_key(item, first_seen) for item in items}
+    position = {id(item): n for n, item in enumerate(items)}
+    items.sort(key=lambda i: (_order(i), str(i.path), keys[id(i)], position[id(i)]))
 
 
 from tests.hive4_fixtures import *  # noqa: E402,F401,F403 - the Hive 4 metastore peers

@@ -3,8 +3,11 @@
 ``spark_metastore`` is a real ``hivemesh metastore`` subprocess (with Prometheus metrics on) on a
 fresh SQLite file or a fresh PostgreSQL database; ``spark`` is a SparkSession with Hive support
 (``local[2]``, 2 shuffle partitions, no UI, errors-only JVM logs) whose catalog is that metastore.
-Both are parametrized over ``sqlite`` and ``postgres``; the PostgreSQL one is skipped with
-``conftest.PG_SKIP_REASON`` only when no PostgreSQL answers at 127.0.0.1:5432.
+Every Spark test runs on ``sqlite``; those marked ``spark_postgres`` run on ``postgres`` too
+(``conftest.pytest_generate_tests``), after all the others (``conftest._order``), so each
+SparkSession is built once. The metastore's PostgreSQL semantics (txns, locks, write ids, every
+call) are tested without Spark, on both backends. The PostgreSQL instance is skipped with
+``conftest.PG_SKIP_REASON`` only when no PostgreSQL can be had.
 
 Design: a new SparkSession per backend in the same JVM (option b)
 ------------------------------------------------------------------
@@ -48,6 +51,7 @@ from hive_metastore.ttypes import Database
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.jvm import JvmArtifactError
 from hivemesh.jvm import resolve as resolve_jvm
+from tests.support.resources import SessionResources
 from tests.support.servers import HivemeshProcess
 from tests.support.spark_reference import SPARK_MASTER, SPARK_TEST_CONF, driver_java_options, write_log4j2
 
@@ -95,36 +99,33 @@ class SparkMetastore(HivemeshProcess):
         return {m.group(1): float(m.group(2)) for m in _CALLS.finditer(text)}
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+@pytest.fixture(scope="session")
 def spark_store_url(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    """A fresh, empty metadata store for the Spark tests' metastore (dropped afterwards on PostgreSQL)."""
+    request: pytest.FixtureRequest, session_resources: SessionResources, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """A fresh, empty metadata store for the Spark tests' metastore, one per backend per test session
+    (dropped at the end on PostgreSQL). Its parameter comes from ``conftest.pytest_generate_tests``:
+    ``sqlite``, and ``postgres`` too for tests marked ``spark_postgres``."""
     from tests import conftest
 
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('spark-sqlite') / 'metastore.db'}"
-        return
-    if not conftest.postgres_available():
-        pytest.skip(conftest.PG_SKIP_REASON)
-    url = conftest.make_pg_database("hivemesh_spark")
-    yield url
-    conftest.drop_pg_database(url)
+    backend = request.param
+    return session_resources.get(
+        ("spark_store", backend), lambda: conftest._store_url(backend, tmp_path_factory, "hivemesh_spark")
+    )
 
 
 @pytest.fixture(scope="session")
 def spark_metastore(
-    spark_store_url: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[SparkMetastore]:
+    spark_store_url: str, session_resources: SessionResources, tmp_path_factory: pytest.TempPathFactory
+) -> SparkMetastore:
     """The running ``hivemesh metastore`` (metrics on) that the ``spark`` fixture's session uses."""
-    backend = "sqlite" if spark_store_url.startswith("sqlite") else "postgres"
-    base = tmp_path_factory.mktemp(f"spark-metastore-{backend}")
-    proc = SparkMetastore(backend, spark_store_url, base / "warehouse", base / "metastore.log")
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
+
+    def start() -> SparkMetastore:
+        backend = "sqlite" if spark_store_url.startswith("sqlite") else "postgres"
+        base = tmp_path_factory.mktemp(f"spark-metastore-{backend}")
+        return SparkMetastore(backend, spark_store_url, base / "warehouse", base / "metastore.log")
+
+    return session_resources.get(("spark_metastore", spark_store_url), start)
 
 
 def _stop_active_session() -> None:

@@ -19,7 +19,6 @@ from hivemesh.acid.names import delta_dir_name, encode_bucket_property
 from hivemesh.spark.acid import read_acid
 from hivemesh.spark.acid_reader import BROADCAST_DELETES_BYTES_CONF
 
-once = pytest.mark.parametrize("spark_store_url", ["sqlite"], indirect=True)  # no metastore: run once
 
 COLUMNS = [("id", "bigint"), ("note", "string")]
 ROWS = 300  # per bucket file: row ids 0..299 span five 64-row words
@@ -88,7 +87,6 @@ def _read(spark: SparkSession, root: Path, write_ids: str = "d.t:3:9223372036854
     return read_acid(spark, path=str(root), valid_write_ids=write_ids, schema=COLUMNS)
 
 
-@once
 def test_deletes_broadcast(spark: SparkSession, tmp_path: Path) -> None:
     root = _table(tmp_path / "t")
     df = _read(spark, root)
@@ -100,7 +98,6 @@ def test_deletes_broadcast(spark: SparkSession, tmp_path: Path) -> None:
     assert _read(spark, root, "d.t:3:3:3:").count() == 4 * ROWS
 
 
-@once
 def test_deletes_above_the_broadcast_limit_use_a_shuffle_join(
     spark: SparkSession, tmp_path: Path, no_broadcast: None
 ) -> None:

@@ -53,7 +53,6 @@ ALLTYPES_COLS = (
 )  # fmt: skip
 
 # Path reads need no metastore: run them on the sqlite instance of the shared Spark session only.
-once = pytest.mark.parametrize("spark_store_url", ["sqlite"], indirect=True)
 pytestmark = pytest.mark.spark
 
 
@@ -172,7 +171,6 @@ def full_nation(without: tuple[int, ...] = ()) -> dict[int, tuple[str, int, int,
     return {k: (NATION_NAMES[k], 1000, 1000 * k, 1000 * k + 999) for k in range(25) if k not in without}
 
 
-@once
 @pytest.mark.parametrize(
     ("write_ids", "gone"),
     [
@@ -195,7 +193,6 @@ def test_nation_with_delete_deltas(
     assert sum(v[1] for v in summary.values()) == 25_000 - 1000 * len(gone)
 
 
-@once
 def test_nation_rows_in_full(spark: Any, nation_table: Path) -> None:
     """Every column of every row (and its ROW__ID) of the 23,000-row snapshot, Spark vs pyarrow,
     with the schema taken from the files."""
@@ -208,14 +205,12 @@ def test_nation_rows_in_full(spark: Any, nation_table: Path) -> None:
     assert all(r[4] == NATION_NAMES[r[3]] for r in rows)
 
 
-@once
 def test_nation_insert_not_visible(spark: Any, nation_table: Path) -> None:
     """The insert's write id 2 aborted, or above the high watermark: nothing at all."""
     for write_ids in (f"d.t:4:{MAX}::2", f"d.t:1:{MAX}::"):
         assert read_both(spark, nation_table, write_ids, NATION_COLS, schema=list(NATION_COLS)) == []
 
 
-@once
 @pytest.mark.parametrize(
     ("write_ids", "gone"),
     [
@@ -288,7 +283,6 @@ def test_delete_delta_with_and_without_statement_id(tmp_path: Path) -> None:
     assert files.obsolete == ("delete_delta_0000004_0000004_0000",)
 
 
-@once
 @pytest.mark.parametrize(
     ("write_ids", "per_statement", "compacted_4"),
     [
@@ -322,7 +316,6 @@ DUMMY_ROWS = [  # (bucket property, synthesized rowId, id): per bucket, files in
 ]  # fmt: skip
 
 
-@once
 @pytest.mark.parametrize(
     ("write_ids", "deleted"),
     [
@@ -345,7 +338,6 @@ def test_dummy_original_files(spark: Any, tmp_path: Path, write_ids: str, delete
     assert (3 in {r[3] for r in rows}) is not deleted
 
 
-@once
 def test_nation_original_file_with_delete(spark: Any, tmp_path: Path) -> None:
     src = FIXTURES / "fullacidNationTableWithOriginalFiles"
     location = table_dir(tmp_path, {p.name: p for p in sorted(src.iterdir())})
@@ -362,7 +354,6 @@ def test_nation_original_file_with_delete(spark: Any, tmp_path: Path) -> None:
 # --- Impala's files ------------------------------------------------------------------------------
 
 
-@once
 @pytest.mark.parametrize(
     ("write_ids", "expected"),
     [
@@ -383,7 +374,6 @@ def test_impala_streaming_file(spark: Any, tmp_path: Path, write_ids: str, expec
     assert rows == expected
 
 
-@once
 def test_impala_lower_case_acid_columns(spark: Any, tmp_path: Path) -> None:
     """ACID column names in lower case and no ``hive.acid.version``: still an ACID file; our own
     delete delta (write id 4) removes its row of write id 3."""
@@ -411,7 +401,6 @@ def test_impala_lower_case_acid_columns(spark: Any, tmp_path: Path) -> None:
     assert read_both(spark, location, "d.t:4:4:4:", cols, schema="i int") == [(1,), (2,), (3,)]
 
 
-@once
 def test_impala_plain_file_as_original(spark: Any, tmp_path: Path) -> None:
     """A plain (non-ACID) ORC file named like a task output is an original file: 7,300 rows with
     synthesized ROW__IDs (0, bucket 0, 0..7299) and every column type read the same way."""

@@ -24,7 +24,6 @@ from hivemesh.spark.acid import read_acid
 from hivemesh.spark.jvm_reader import JVM_READER_CONF
 
 pytestmark = pytest.mark.spark
-once = pytest.mark.parametrize("spark_store_url", ["sqlite"], indirect=True)  # no metastore: run once
 
 COLUMNS = [("id", "bigint"), ("note", "string"), ("amount", "decimal(10,2)")]
 MAX = "9223372036854775807"
@@ -82,7 +81,6 @@ def spark_only(spark: SparkSession) -> Iterator[None]:
         spark.conf.unset(JVM_READER_CONF)
 
 
-@once
 def test_count_from_footers_and_pruned_columns(spark: SparkSession, tmp_path: Path) -> None:
     root = _table(tmp_path / "t")
     df = _read(spark, root, f"d.t:2:{MAX}::")
@@ -114,7 +112,6 @@ def test_count_from_footers_and_pruned_columns(spark: SparkSession, tmp_path: Pa
     assert df.filter(F.rand(7) >= 0).count() == 800
 
 
-@once
 def test_snapshots_that_need_row_filters_do_not_count_from_footers(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -138,7 +135,6 @@ def test_snapshots_that_need_row_filters_do_not_count_from_footers(
     assert _read(spark, stream, f"d.t:2:{MAX}::").count() == 60
 
 
-@once
 def test_acid_v1_delete_events_in_a_data_file_are_refused(spark: SparkSession, tmp_path: Path) -> None:
     """Hive ACID v1 (before split-update) kept delete events in delta directories; reading them as
     inserts would return deleted rows, so both the footer count and a row read fail, naming the
@@ -159,7 +155,6 @@ def test_acid_v1_delete_events_in_a_data_file_are_refused(spark: SparkSession, t
         assert "delta_0000003_0000003_0000/bucket_00000" in str(err.value)
 
 
-@once
 def test_empty_files_and_reads_from_other_threads(spark: SparkSession, tmp_path: Path) -> None:
     """A 0-byte bucket file (Hive writes them for buckets without rows) reads as no rows; a read
     from another Python thread (its own JVM thread, where ADD JAR did not run) finds the source."""
@@ -181,7 +176,6 @@ def test_empty_files_and_reads_from_other_threads(spark: SparkSession, tmp_path:
     assert out == [800]
 
 
-@once
 def test_switched_off_reads_with_spark_only(spark: SparkSession, tmp_path: Path, spark_only: None) -> None:
     root = _table(tmp_path / "t", deletes=True)
     df = _read(spark, root, f"d.t:3:{MAX}::")

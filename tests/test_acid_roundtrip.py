@@ -197,7 +197,6 @@ def test_writer_files_read_back(spark: Any, client: MetastoreClient, db: str) ->
     assert got_events == sorted((e for evs in expected_events.values() for e in evs), key=repr)
 
 
-@pytest.mark.parametrize("spark_store_url", ["sqlite"], indirect=True)  # no metastore: run once
 def test_column_pruned_plain_orc_read_is_a_trap(spark: Any, tmp_path: Path) -> None:
     """Documented trap (hive-acid.md): Spark's native ORC reader can read a full-ACID file only
     with its whole schema; a pruned read (one column) fails inside ORC's schema evolution, which

@@ -41,7 +41,6 @@ from hivemesh.storage import resolve_location
 from tests.conftest import shared_dir
 
 pytestmark = pytest.mark.spark
-once = pytest.mark.parametrize("spark_store_url", ["sqlite"], indirect=True)  # path reads: no metastore
 
 FIXTURES = shared_dir() / "fixtures" / "hive-acid"
 MAX = "9223372036854775807"
@@ -81,7 +80,6 @@ def arrow_rows(table: pa.Table) -> list[tuple]:
     return sorted(tuple(r.values()) for r in table.to_pylist())
 
 
-@once
 def test_python_workers_really_fail(spark: Any, bare_workers: str) -> None:
     """The setup is real: any job that needs a Python worker fails under this interpreter."""
     with pytest.raises(Exception, match="(?i)python"):
@@ -99,7 +97,6 @@ DUMMY_ROWS = [  # (bucket property, synthesized rowId, id): per bucket, files in
 ]  # fmt: skip
 
 
-@once
 @pytest.mark.parametrize(
     ("write_ids", "deleted"), [(f"d.t:10000001:{MAX}::", True), (f"d.t:1:{MAX}::", False)]
 )
@@ -139,7 +136,6 @@ def _original(path: Path, first: int, n: int, names: tuple[str, str] = ("id", "s
     po.write_table(table, str(path), stripe_size=32 * 1024, compression="uncompressed")
 
 
-@once
 def test_original_files_split_across_tasks(spark: Any, bare_workers: str, tmp_path: Path) -> None:
     """Original files large enough for Spark to split into several tasks, a copy in the same bucket
     written with Hive-1 style ``_colN`` names, and delete events on both buckets: row ids are

@@ -1081,7 +1081,6 @@ def test_s3_target(zones: Zones, cloud: Cloud, tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- 4. copies as a Spark job
 @pytest.mark.spark
-@pytest.mark.parametrize("spark_store_url", ["sqlite"], indirect=True)  # no metastore involved: once
 def test_spark_copy(spark: Any, tmp_path: Path) -> None:
     rng = random.Random(SEED + 3)
     src, dst = tmp_path / "src", tmp_path / "dst"

@@ -166,7 +166,6 @@ def test_seed_timeline(sides_factory: Callable[..., Sides], zones: Zones, case: 
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("spark_store_url", ["sqlite"], indirect=True)
 def test_seed_timeline_read_by_spark(sides_factory: Callable[..., Sides], zones: Zones, spark: Any) -> None:
     """The seed's timeline with design B (append), Spark's ``read_acid`` reading both sides at
     chosen steps too."""
