@@ -86,6 +86,22 @@ TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (TTransportException, OSErro
 
 T = TypeVar("T")
 
+_connecting = threading.local()
+
+
+class _QuietWhileConnecting(logging.Filter):
+    """Drops Thrift's own records about a failed connect ("Could not connect to any of [...]",
+    with a traceback per address) made while :func:`open_transport` opens a socket: the caller
+    gets the same reason in the TTransportException it raises, and reports it once itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False while this thread is inside :func:`open_transport`'s connect."""
+        return not getattr(_connecting, "active", False)
+
+
+for _name in ("thrift.transport.TSocket", "thrift.transport.TSSLSocket"):
+    logging.getLogger(_name).addFilter(_QuietWhileConnecting())
+
 _TIME = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*")
 _UNITS_S = {
     "": 1.0,
@@ -188,7 +204,11 @@ def open_transport(
     whose frames are Thrift's framed transport. Raises TTransportException (refused, timed out,
     TLS or Kerberos failure, with the reason) or OSError."""
     sock = open_socket(host, port, timeout_s, tls, server_hostname)
-    sock.open()
+    _connecting.active = True
+    try:
+        sock.open()
+    finally:
+        _connecting.active = False
     if kerberos is not None:
         try:
             kerberos.negotiate(sock.handle, server_hostname or host)
@@ -530,13 +550,17 @@ class MetastoreClient:
         while True:
             try:
                 return fn()
-            except TRANSPORT_ERRORS:
+            except TRANSPORT_ERRORS as e:
                 self.close()
                 if not idempotent or attempt >= self.retries:
                     raise
+                error = e
             delay = self.retry_backoff_s * (2**attempt)
             attempt += 1
-            log.info("metastore transport error; retry %d/%d in %.2fs", attempt, self.retries, delay)
+            # DEBUG: the caller reports the error that remains after the last retry
+            log.debug(
+                "metastore transport error (%s); retry %d/%d in %.2fs", error, attempt, self.retries, delay
+            )
             time.sleep(delay)
 
     def call(self, method: str, *args: Any, idempotent: bool = False) -> Any:
