@@ -174,3 +174,23 @@ def test_proxy_audit_log_file_json(tmp_path: Path) -> None:
     assert any(
         json.loads(line)["message"].startswith("proxy on ") for line in text.splitlines() if line[:1] == "{"
     )
+
+
+def test_failed_connects_are_reported_once_not_by_thrift(caplog: pytest.LogCaptureFixture) -> None:
+    """A connection hivemesh cannot open raises its reason, and Thrift logs nothing about it (it
+    used to log "Could not connect to ..." with a traceback per try); a TSocket opened outside
+    hivemesh still logs as Thrift does."""
+    from thrift.transport import TSocket
+    from thrift.transport.TTransport import TTransportException
+
+    from hivemesh.client.metastore import MetastoreClient
+    from tests.support.servers import free_port
+
+    port = free_port()
+    with caplog.at_level(logging.DEBUG):
+        with pytest.raises(TTransportException, match="Could not connect to any of"):
+            MetastoreClient(host="127.0.0.1", port=port, retries=1, retry_backoff_s=0.01)
+        assert [r for r in caplog.records if r.name.startswith("thrift")] == []
+        with pytest.raises(TTransportException):
+            TSocket.TSocket("127.0.0.1", port).open()
+    assert any(r.name == "thrift.transport.TSocket" for r in caplog.records)
