@@ -12,6 +12,8 @@ from __future__ import annotations
 import errno
 import gc
 import logging
+import os
+import select
 import socket
 import ssl
 import threading
@@ -251,6 +253,8 @@ class ThriftServer:
             )
         self.max_message_bytes = max_message_bytes
         self._sock: socket.socket | None = None
+        self._shared = False  # the listening socket came from the caller (shared by workers)
+        self._wake: tuple[int, int] | None = None  # a pipe waking a shared socket's accept loop
         self._stopping = threading.Event()
         self._clients: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -259,18 +263,46 @@ class ThriftServer:
     def listen(self, sock: socket.socket | None = None) -> None:
         """Bind and listen, or serve ``sock`` (a listening socket made by :func:`listen_socket`,
         shared by several worker processes); afterwards ``port`` is the real port."""
+        self._shared = sock is not None
         sock = sock if sock is not None else listen_socket(self.host, self.port)
         self.port = sock.getsockname()[1]
         self._sock = sock
 
     def serve_forever(self) -> None:
-        """Accept connections until :meth:`stop`; one daemon thread per connection."""
+        """Accept connections until :meth:`stop`; one daemon thread per connection.
+
+        A socket of its own is woken by shutting it down. One shared with other processes
+        (``hivemesh metastore --workers``) must not be: that would stop the siblings' accepts
+        too (``EINVAL``); it is waited on with a wake-up pipe and accepted from without blocking."""
         if self._sock is None:
             self.listen()
         assert self._sock is not None
+        poller = None
+        if self._shared:
+            self._wake = os.pipe()
+            poller = select.poll()
+            poller.register(self._sock.fileno(), select.POLLIN)
+            poller.register(self._wake[0], select.POLLIN)
+            self._sock.setblocking(False)
+        try:
+            self._accept_loop(poller)
+        finally:
+            with self._lock:  # not while stop() writes to it
+                wake, self._wake = self._wake, None
+                for fd in wake or ():
+                    os.close(fd)
+
+    def _accept_loop(self, poller: select.poll | None) -> None:
+        assert self._sock is not None
         while not self._stopping.is_set():
             try:
+                if poller is not None:
+                    poller.poll()
+                    if self._stopping.is_set():
+                        break
                 client, addr = self._sock.accept()
+            except BlockingIOError:  # a sibling process took the connection
+                continue
             except OSError as e:
                 if self._stopping.is_set():
                     break
@@ -382,11 +414,15 @@ class ThriftServer:
     def stop(self) -> None:
         """Stop accepting and close every open connection (in-flight calls finish or fail)."""
         self._stopping.set()
+        with self._lock:
+            if self._wake is not None:
+                os.write(self._wake[1], b"x")
         if self._sock is not None:
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            if not self._shared:  # wakes the accept; on a shared socket it would stop the siblings'
+                try:
+                    self._sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             self._sock.close()
         with self._lock:
             clients = list(self._clients)
