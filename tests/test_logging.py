@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hive_metastore.ttypes import NoSuchObjectException
 
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.config import ConfigError, load_config
 from hivemesh.federation.config import load_federation_config
 from hivemesh.logs import AUDIT_LOGGER, JsonFormatter, setup_logging
@@ -156,10 +157,13 @@ def test_proxy_audit_log_file_json(tmp_path: Path) -> None:
         assert "default" in c.get_all_databases()
         with pytest.raises(NoSuchObjectException):
             c.get_database("missing")
+        with MetastoreClient(f"thrift://{p.host}:{p.port}", user="bob") as bob:  # sends set_ugi itself
+            bob.call("get_all_tables", "default")
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and audit.read_text().count("\n") < 3:
+        while time.monotonic() < deadline and "get_all_tables" not in audit.read_text():
             time.sleep(0.05)
     docs = _json_lines(audit)
+    assert [d["user"] for d in docs if d["method"] == "get_all_tables"] == ["bob"]
     assert {d["logger"] for d in docs} == {AUDIT_LOGGER}
     by_method = {d["method"]: d for d in docs}
     assert by_method["get_all_databases"]["user"] == "alice"
@@ -183,7 +187,6 @@ def test_failed_connects_are_reported_once_not_by_thrift(caplog: pytest.LogCaptu
     from thrift.transport import TSocket
     from thrift.transport.TTransport import TTransportException
 
-    from hivemesh.client.metastore import MetastoreClient
     from tests.support.servers import free_port
 
     port = free_port()

@@ -66,6 +66,7 @@ from hive_metastore.ttypes import (
     UnlockRequest,
 )
 from thrift.protocol import TBinaryProtocol, TCompactProtocol
+from thrift.Thrift import TException
 from thrift.transport import TSocket, TSSLSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
@@ -407,7 +408,10 @@ class MetastoreClient:
     and ``port``. ``framed``/``compact``: transport and protocol (default unframed binary).
     ``timeout_s``: socket timeout per call. ``retries``/``retry_backoff_s``: how often and how
     soon (doubling each time) a call is retried after a transport error (see the module doc).
-    ``user``/``hostname``: recorded on txns and locks (default: this process's user and host).
+    ``user``/``hostname``: recorded on txns and locks (default: this process's user and host). A
+    ``user`` given is also sent with ``set_ugi`` on every new connection, as Hive's clients do, so
+    the server (its audit log, the default owner of what is created) knows who calls; not over
+    Kerberos, where the server takes the user from the authenticated principal.
     ``tls``: a client-side ``ssl.SSLContext`` for a metastore serving TLS
     (``hive.metastore.use.SSL``; :func:`hivemesh.tls.client_context` builds one from a PEM CA).
     ``kerberos``: a :class:`hivemesh.kerberos.KerberosInitiator` for a metastore requiring
@@ -449,6 +453,7 @@ class MetastoreClient:
         self.retries = retries
         self.retry_backoff_s = retry_backoff_s
         self.user = user or _current_user()
+        self.ugi_user = user if kerberos is None else None  # sent with set_ugi when set
         self.hostname = hostname or socket.gethostname()
         self.txn_timeout_s: float = DEFAULT_TXN_TIMEOUT_S
         self._txn_timeout_known = False
@@ -473,8 +478,18 @@ class MetastoreClient:
                 if self.compact
                 else TBinaryProtocol.TBinaryProtocolAccelerated(transport)
             )
+            client = ThriftHiveMetastore.Client(protocol)
+            if self.ugi_user:
+                try:
+                    client.set_ugi(self.ugi_user, [])
+                except TRANSPORT_ERRORS as e:
+                    transport.close()
+                    last = e
+                    continue
+                except TException as e:  # a server without the call: it just does not learn the user
+                    log.debug("set_ugi refused by %s:%d: %s", host, port, e)
             self._transport = transport
-            self._client = ThriftHiveMetastore.Client(protocol)
+            self._client = client
             return
         assert last is not None
         raise last
@@ -524,6 +539,7 @@ class MetastoreClient:
             kerberos=self.kerberos,
         )
         other.endpoints = list(self.endpoints)
+        other.ugi_user = self.ugi_user
         other.txn_timeout_s = self.txn_timeout_s
         other._txn_timeout_known = self._txn_timeout_known
         if connect:
