@@ -95,10 +95,10 @@ def test_every_problem_is_reported_with_its_key() -> None:
     for key in (
         "zones.onprem.metastore",
         "zones.onprem.colour",
-        "replication.policies.0.name",
-        "replication.policies.0.databases",
-        "replication.policies.0.format",
-        "replication.policies.1.databases",
+        "replication.policies[0].name",
+        "replication.policies[0].databases",
+        "replication.policies[0].format",
+        "replication.policies[1].databases",
         "replication.stores",
     ):
         assert key in text, key
