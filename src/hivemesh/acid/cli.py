@@ -20,7 +20,7 @@ import pyarrow as pa
 from hive_metastore.ttypes import TxnType
 from rich.console import Console
 from rich.table import Table
-from thrift.Thrift import TException
+from thrift.Thrift import TApplicationException, TException
 from thrift.transport.TTransport import TTransportException
 
 from hivemesh.acid.arrow_reader import (
@@ -98,7 +98,7 @@ def _client(metastore_uri: str, tls_ca: str | None, kerberos_principal: str | No
         return MetastoreClient(metastore_uri, tls=tls, kerberos=kerberos)
     except (TlsError, KerberosError) as e:
         raise click.ClickException(str(e)) from None
-    except TTransportException as e:
+    except (TTransportException, TApplicationException) as e:  # the latter: "the server requires TLS"
         raise click.ClickException(f"cannot reach the metastore at {metastore_uri}: {e}") from None
 
 

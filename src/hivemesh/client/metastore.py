@@ -66,7 +66,7 @@ from hive_metastore.ttypes import (
     UnlockRequest,
 )
 from thrift.protocol import TBinaryProtocol, TCompactProtocol
-from thrift.Thrift import TException
+from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TSSLSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
@@ -496,7 +496,9 @@ class MetastoreClient:
 
     def connect(self) -> MetastoreClient:
         """Open the connection (retrying ``retries`` times with backoff) and read
-        ``hive.txn.timeout`` once. Raises the last TTransportException when no endpoint answers."""
+        ``hive.txn.timeout`` once. Raises the last TTransportException when no endpoint answers,
+        TApplicationException (UNSUPPORTED_CLIENT_TYPE) when the server refuses this kind of
+        client, e.g. a hivemesh server requiring TLS reached without it ("the server requires TLS")."""
         if self._client is None:
             self._retry(self._open_once, idempotent=True)
         if not self._txn_timeout_known:
@@ -505,6 +507,12 @@ class MetastoreClient:
                 value = self.get_config_value(TXN_TIMEOUT_KEY, f"{DEFAULT_TXN_TIMEOUT_S:g}s")
             except TRANSPORT_ERRORS:
                 raise
+            except TApplicationException as e:
+                if e.type == TApplicationException.UNSUPPORTED_CLIENT_TYPE:  # e.g. "the server requires TLS"
+                    self.close()
+                    raise
+                log.debug("cannot read %s: %s", TXN_TIMEOUT_KEY, e)
+                value = None
             except Exception as e:  # a server without the call, or refusing the key: keep the default
                 log.debug("cannot read %s: %s", TXN_TIMEOUT_KEY, e)
                 value = None

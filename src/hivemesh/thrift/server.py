@@ -329,10 +329,16 @@ class ThriftServer:
                 time.sleep(0.05)
 
     def _handshake(self, client: socket.socket, addr: tuple[Any, ...]) -> socket.socket | None:
-        """``client`` wrapped in TLS (None, closed, when the handshake fails: logged with the peer)."""
+        """``client`` wrapped in TLS (None, closed, when the handshake fails: logged with the peer).
+        A client sending a plaintext Thrift message instead is answered, in plaintext, with a
+        TApplicationException (UNSUPPORTED_CLIENT_TYPE) saying :data:`TLS_REQUIRED`."""
         assert self.tls is not None
         try:
             client.settimeout(HANDSHAKE_TIMEOUT_S)
+            if _refused_plaintext(client):
+                log.warning("a plaintext Thrift client at %s:%s on the TLS port: told so", addr[0], addr[1])
+                client.close()
+                return None
             wrapped = self.tls.wrap_socket(client, server_side=True)
             wrapped.settimeout(None)
             return wrapped
@@ -431,6 +437,67 @@ class ThriftServer:
                 c.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+TLS_REQUIRED = "the server requires TLS (hive.metastore.use.SSL): connect with TLS"
+"""What a plaintext Thrift client is told on a TLS port (a TApplicationException's message)."""
+
+_TLS_HANDSHAKE = 0x16  # the content type of a TLS record opening a handshake (ClientHello)
+
+
+def _thrift_head(head: bytes) -> tuple[bool, bool] | None:
+    """``(framed, compact)`` when ``head`` opens a Thrift message in a protocol this server
+    speaks (binary with a version header, or compact; framed or not), else None."""
+
+    def opens(b: bytes) -> bool | None:  # compact?, None when no Thrift message starts here
+        if b[:2] == b"\x80\x01":
+            return False
+        if b[:1] == b"\x82":
+            return True
+        return None
+
+    unframed = opens(head)
+    if unframed is not None:
+        return False, unframed
+    framed = opens(head[4:])
+    return (True, framed) if framed is not None else None
+
+
+def _refused_plaintext(client: socket.socket) -> bool:
+    """On a TLS port: when the client's first bytes are a plaintext Thrift message, answer it with
+    :data:`TLS_REQUIRED` (in its own protocol and framing, so every Thrift client shows the
+    reason) and return True; False for anything else (a TLS ClientHello goes on to the handshake).
+    Reads nothing but a plaintext message's header. Raises OSError (timeout, reset)."""
+    from thrift.protocol.TProtocol import TProtocolException
+    from thrift.Thrift import TApplicationException, TMessageType
+
+    deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
+    while True:
+        head = client.recv(6, socket.MSG_PEEK)  # waits for the first bytes (the socket's timeout)
+        if len(head) >= 6 or not head or head[0] == _TLS_HANDSHAKE or time.monotonic() >= deadline:
+            break
+        time.sleep(0.01)  # the rest of a message header is on its way
+    kind = _thrift_head(head)
+    if kind is None:
+        return False
+    framed, compact = kind
+    trans: Any = _SocketTransport(client)
+    if framed:
+        trans = TTransport.TFramedTransport(trans)
+    proto_cls = TCompactProtocol.TCompactProtocol if compact else TBinaryProtocol.TBinaryProtocol
+    try:
+        name, _type, seqid = proto_cls(trans).readMessageBegin()
+    except (TProtocolException, TTransport.TTransportException, EOFError):
+        return False
+    out = proto_cls(trans)
+    out.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
+    TApplicationException(TApplicationException.UNSUPPORTED_CLIENT_TYPE, TLS_REQUIRED).write(out)
+    out.writeMessageEnd()
+    try:
+        trans.flush()
+    except TTransport.TTransportException:
+        pass
+    return True
 
 
 def tune_gc() -> None:
