@@ -107,3 +107,39 @@ def test_json_and_tsv_for_scripts(nation_table: Path) -> None:
     assert all(len(line.split("\t")) == len(tsv[0].split("\t")) for line in tsv)
     files = [json.loads(line) for line in _run("acid", "files", *snap, "--format", "json").splitlines()]
     assert {f["status"] for f in files} == {"read"} and any(f["path"].endswith("bucket_00000") for f in files)
+
+
+def test_tsv_has_one_header_for_all_partitions(hivemesh_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A partitioned table through the metastore: ``--format tsv`` prints its header once, not
+    once per partition (``cat`` and ``files``)."""
+    from hive_metastore.ttypes import Database, FieldSchema, Partition, SerDeInfo, StorageDescriptor, Table
+
+    from tests.support.servers import ThriftClient
+
+    def sd(location: Path) -> StorageDescriptor:
+        location.mkdir(parents=True, exist_ok=True)
+        return StorageDescriptor(
+            cols=[FieldSchema("id", "int", None), FieldSchema("name", "string", None)],
+            location=str(location),
+            inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+            outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+            serdeInfo=SerDeInfo(serializationLib="org.apache.hadoop.hive.ql.io.orc.OrcSerde", parameters={}),
+            parameters={},
+        )
+
+    with ThriftClient(hivemesh_server.host, hivemesh_server.port) as c:
+        c.create_database(Database(name="tsv_once", locationUri=str(tmp_path / "db"), parameters={}))
+        c.create_table(
+            Table(
+                tableName="t", dbName="tsv_once", owner="test", tableType="MANAGED_TABLE",
+                parameters={"transactional": "true"}, partitionKeys=[FieldSchema("ds", "string", None)],
+                sd=sd(tmp_path / "db" / "t"),
+            )
+        )  # fmt: skip
+        for ds in ("1", "2", "3"):
+            part = sd(tmp_path / "db" / "t" / f"ds={ds}")
+            c.add_partition(Partition(values=[ds], dbName="tsv_once", tableName="t", sd=part, parameters={}))
+    uri = f"thrift://{hivemesh_server.host}:{hivemesh_server.port}"
+    for command in ("cat", "files"):
+        out = _run("acid", command, "tsv_once.t", "--metastore-uri", uri, "--format", "tsv").splitlines()
+        assert [line for line in out if line.startswith("target\t")] == [out[0]], out

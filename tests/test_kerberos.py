@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,6 +34,9 @@ from tests.support.spark_roundtrip import spark_roundtrip
 pytestmark = pytest.mark.skipif(not kdc_available(), reason=KDC_SKIP_REASON)
 
 SERVICE = f"hive/_HOST@{REALM}"
+SERVER = f"hive/localhost@{REALM}"
+"""The servers' principal: clients dial localhost (their ``_HOST``), and a server's ``_HOST`` is
+its machine's name, which need not be localhost."""
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +71,7 @@ def _metastore(tmp: Path, realm: SimpleNamespace, **extra: object) -> MetastoreS
         db=f"sqlite:///{tmp / 'ms.db'}",
         warehouse=str(tmp / "wh"),
         port=0,
-        kerberos_principal=SERVICE,
+        kerberos_principal=SERVER,
         kerberos_keytab=str(realm.service_keytab),
         **extra,  # type: ignore[arg-type]
     )
@@ -147,6 +151,30 @@ def test_clients_without_kerberos_or_ticket_are_refused(
         assert "default" in c.raw.get_all_databases()
 
 
+def test_a_servers_host_is_its_machines_name_not_its_listen_address(
+    tmp_path: Path, realm: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``hive/_HOST@R`` on a server listening on 127.0.0.1 is ``hive/<socket.getfqdn()>@R``, as
+    Hadoop's SecurityUtil makes it (it was ``hive/127.0.0.1@R``); clients naming that principal
+    authenticate."""
+    monkeypatch.setattr(socket, "getfqdn", lambda name="": "meta1.hivemesh.test")
+    keytab = realm.kdc.add_principal("hive/meta1.hivemesh.test")
+    cfg = MetastoreConfig(
+        host="127.0.0.1",
+        db=f"sqlite:///{tmp_path / 'ms.db'}",
+        warehouse=str(tmp_path / "wh"),
+        port=0,
+        kerberos_principal=SERVICE,
+        kerberos_keytab=str(keytab),
+    )
+    svc = MetastoreService(cfg).start()
+    try:
+        with _client(svc.uri, KerberosInitiator(f"hive/meta1.hivemesh.test@{REALM}")) as c:
+            assert "default" in c.raw.get_all_databases()
+    finally:
+        svc.stop()
+
+
 def test_a_server_without_its_key_does_not_start(tmp_path: Path, realm: SimpleNamespace) -> None:
     cfg = MetastoreConfig(
         db=f"sqlite:///{tmp_path / 'x.db'}",
@@ -172,7 +200,7 @@ def krb_proxy(
                     "port": 0,
                     "store": f"sqlite:///{d / 'proxy.db'}",
                     "reload_on_change": False,
-                    "kerberos_principal": SERVICE,
+                    "kerberos_principal": SERVER,
                     "kerberos_keytab": str(realm.service_keytab),
                 },
                 "primary": {

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hive_metastore.ttypes import NoSuchObjectException
 
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.config import ConfigError, load_config
 from hivemesh.federation.config import load_federation_config
 from hivemesh.logs import AUDIT_LOGGER, JsonFormatter, setup_logging
@@ -156,10 +157,13 @@ def test_proxy_audit_log_file_json(tmp_path: Path) -> None:
         assert "default" in c.get_all_databases()
         with pytest.raises(NoSuchObjectException):
             c.get_database("missing")
+        with MetastoreClient(f"thrift://{p.host}:{p.port}", user="bob") as bob:  # sends set_ugi itself
+            bob.call("get_all_tables", "default")
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and audit.read_text().count("\n") < 3:
+        while time.monotonic() < deadline and "get_all_tables" not in audit.read_text():
             time.sleep(0.05)
     docs = _json_lines(audit)
+    assert [d["user"] for d in docs if d["method"] == "get_all_tables"] == ["bob"]
     assert {d["logger"] for d in docs} == {AUDIT_LOGGER}
     by_method = {d["method"]: d for d in docs}
     assert by_method["get_all_databases"]["user"] == "alice"
@@ -174,3 +178,22 @@ def test_proxy_audit_log_file_json(tmp_path: Path) -> None:
     assert any(
         json.loads(line)["message"].startswith("proxy on ") for line in text.splitlines() if line[:1] == "{"
     )
+
+
+def test_failed_connects_are_reported_once_not_by_thrift(caplog: pytest.LogCaptureFixture) -> None:
+    """A connection hivemesh cannot open raises its reason, and Thrift logs nothing about it (it
+    used to log "Could not connect to ..." with a traceback per try); a TSocket opened outside
+    hivemesh still logs as Thrift does."""
+    from thrift.transport import TSocket
+    from thrift.transport.TTransport import TTransportException
+
+    from tests.support.servers import free_port
+
+    port = free_port()
+    with caplog.at_level(logging.DEBUG):
+        with pytest.raises(TTransportException, match="Could not connect to any of"):
+            MetastoreClient(host="127.0.0.1", port=port, retries=1, retry_backoff_s=0.01)
+        assert [r for r in caplog.records if r.name.startswith("thrift")] == []
+        with pytest.raises(TTransportException):
+            TSocket.TSocket("127.0.0.1", port).open()
+    assert any(r.name == "thrift.transport.TSocket" for r in caplog.records)

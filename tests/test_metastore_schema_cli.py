@@ -85,6 +85,16 @@ def test_fresh_store_is_empty_and_upgrade_creates_the_schema(tmp_path: Path) -> 
     assert "nothing to do" in r.output and "applied" not in r.output
 
 
+def test_first_start_says_it_creates_the_schema(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A fresh store's log line says the schema is created at the head, not "upgraded from None"."""
+    url = f"sqlite:///{tmp_path / 'metastore.db'}"
+    with caplog.at_level("INFO", logger="hivemesh.storage.sql"):
+        Store(url).dispose()
+        Store(url).dispose()  # then up to date: no line
+    lines = [r.getMessage() for r in caplog.records if r.name == "hivemesh.storage.sql"]
+    assert lines == [f"creating a new schema (alembic_version) at revision {HEAD} in {url}"]
+
+
 def test_upgrade_from_an_older_revision(tmp_path: Path) -> None:
     """A store at 0003 (Alembic downgrade of a current one: SDS without its two indexes) needs 0004;
     ``upgrade`` applies exactly that one; ``--db`` may also come before the command."""

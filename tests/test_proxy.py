@@ -192,6 +192,24 @@ def test_cross_member_config_errors_are_all_reported_with_their_keys(tmp_path: P
     assert "thrift://c:1" not in str(e.value)  # the configuration itself is not printed
 
 
+def test_field_errors_name_list_positions_as_cross_member_errors_do(tmp_path: Path) -> None:
+    """A member's own bad value is ``federated[1].uris``, the notation of the cross-member checks
+    (it was ``federated.1.uris``)."""
+    from hivemesh.config import ConfigError
+    from hivemesh.federation.config import load_federation_config
+
+    cfg = tmp_path / "mesh.yaml"
+    cfg.write_text(
+        "primary: {name: main, uris: ['thrift://h:9083']}\n"
+        "federated:\n"
+        "  - {name: a, uris: ['thrift://a:1']}\n"
+        "  - {name: b, uris: ['http://h:1']}\n"
+    )
+    with pytest.raises(ConfigError) as e:
+        load_federation_config(cfg)
+    assert str(e.value).splitlines()[1:] == ["  federated[1].uris: 'http://h:1' is not thrift://host:port"]
+
+
 def test_config_errors_are_precise() -> None:
     base = {"primary": {"name": "main", "uris": ["thrift://h:9083"]}}
     with pytest.raises(

@@ -151,6 +151,8 @@ def test_run_reports_a_failure_and_returns_1(tmp_path: Path, monkeypatch: pytest
     console = Console(file=io.StringIO(), width=120, color_system=None)
     assert run(None, SCALE, tmp_path, console=console) == 1
     assert "quickstart failed: GenerationError: tpchgen-cli exited with 1" in console.file.getvalue()
+    # not a terminal: each step is a line as it starts (rich's bar would print nothing meanwhile)
+    assert re.search(r"^\[ +\d+s\] generating TPC-H sf0.01$", console.file.getvalue(), re.M)
 
 
 # --------------------------------------------------------------------------- Spark: load and query

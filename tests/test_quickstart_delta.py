@@ -19,6 +19,32 @@ from hivemesh.replication.config import TargetFormat, load_replication_config
 SCALE = 0.01
 
 
+def test_mesh_config_says_its_metastores_are_gone_and_how_to_serve_them(tmp_path: Path) -> None:
+    """The quickstart's metastores stop with it: mesh.yaml's header says so and gives commands
+    (valid ``hivemesh`` command lines) serving each zone's store on the port the file names."""
+    from hivemesh.quickstart.delta import write_mesh_config
+    from tests.test_readme_examples import check_hivemesh
+
+    uris = {"onprem": "thrift://127.0.0.1:41001", "lake": "thrift://127.0.0.1:41002"}
+    mesh = write_mesh_config(tmp_path, uris)
+    header = [line[2:] for line in mesh.read_text().splitlines() if line.startswith("# ")]
+    assert "stopped when it ended" in " ".join(header)
+    commands = [line.strip().rstrip(" &").split() for line in header if line.startswith("  hivemesh ")]
+    assert [c[1] for c in commands] == ["metastore", "metastore", "replicate"]
+    for c in commands:
+        assert check_hivemesh(c[1:]) == [], c
+    zones = load_replication_config(mesh).zones
+    for c, zone in zip(commands, ("onprem", "lake"), strict=False):
+        assert (
+            c[c.index("--port") + 1] == uris[zone].rsplit(":", 1)[1] and zones[zone].metastore == uris[zone]
+        )
+        assert (
+            c[c.index("--db") + 1]
+            == f"sqlite:///{tmp_path.resolve() / 'delta-zones' / zone / 'metastore.db'}"
+        )
+    assert commands[2][-1] == str(mesh)
+
+
 @pytest.mark.spark
 def test_delta_quickstart_end_to_end(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "hivemesh.cli", "quickstart", "--delta", "--scale", str(SCALE),

@@ -80,6 +80,7 @@ def test_federated_run_reports_a_failure_and_returns_1(
     console = Console(file=io.StringIO(), width=120, color_system=None)
     assert run_federated(SCALE, tmp_path, console=console) == 1
     assert "quickstart failed: GenerationError: tpchgen-cli exited with 1" in console.file.getvalue()
+    assert "s] generating TPC-H sf0.01\n" in console.file.getvalue()  # a line per step off a terminal
 
 
 @pytest.mark.spark

@@ -670,3 +670,27 @@ def test_checkers_reject_wrong_examples(tmp_path: Path, clean_env: None) -> None
 
     assert check_sql("CREATE DATABASE x WITH DBPROPERTIES ('hivemesh.remote.urls' = 'thrift://h:1');")[1]
     assert [b.line for b in fenced_blocks("a\n```yaml\nx: 1\n```\n\n```\nplain\n```\n")] == [2, 6]
+
+
+def test_readme_numbers_agree_with_the_code() -> None:
+    """Facts the README states that live in code: the PostgreSQL pool of a metastore process, and
+    each JVM bundle's size and Java range as ``hivemesh jars list`` prints them."""
+    from click.testing import CliRunner
+
+    from hivemesh.cli import main
+    from hivemesh.jvm.artifacts import BUNDLES
+    from hivemesh.metastore.store import PG_OVERFLOW, Store
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    pool = inspect.signature(Store.__init__).parameters["pool_size"].default
+    assert f"Each process keeps a pool of {pool} connections and opens up to {PG_OVERFLOW} more" in text
+    listed = CliRunner().invoke(main, ["jars", "list"]).output.splitlines()
+    for bundle in BUNDLES.values():
+        (row,) = [
+            line
+            for line in README.read_text(encoding="utf-8").splitlines()
+            if line.startswith(f"| `{bundle.name}` |")
+        ]
+        assert row.endswith(f"| ~{bundle.approx_mb} MB | {bundle.java_range} |"), row
+        (line,) = [line for line in listed if line.startswith(f"{bundle.name}\t")]
+        assert line.split("\t")[1:3] == [f"~{bundle.approx_mb} MB", f"Java {bundle.java_range}"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -751,6 +753,12 @@ def test_cli_add_checks_what_the_proxy_checks(hivemesh_server, tmp_path: Path) -
     assert "cannot create database link" in fails(
         "add", "far", "--uris", "thrift://127.0.0.1:1", "--remote", "x"
     )
+    # the real command: that one line only, no log lines saying it first (Thrift's, the member's)
+    cmd = [sys.executable, "-m", "hivemesh.cli", "remote", "add", "far", "--uris", "thrift://127.0.0.1:1",
+           "--remote", "x", "--store", store]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("error: ") and "cannot create database link" in r.stderr
     cfg = tmp_path / "mesh.yaml"
     cfg.write_text(f"proxy:\n  store: {store}\nprimary:\n  name: main\n  uris: [{uri}]\n")
     assert "no database nodb in the primary metastore 'main'" in fails(

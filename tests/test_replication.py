@@ -851,6 +851,8 @@ def test_two_directions_run_together_without_echo(zones: Zones, mesh: Mesh, tmp_
             _wait_for_polls(service, ("a2b", "b2a"))
         assert (current_id(a), current_id(b)) == ids
         assert _sample(service.metrics, "hivemesh_replication_lag_events", "a2b") == 0
+        assert _sample(service.metrics, "hivemesh_replication_source_event_id", "a2b") == ids[0]
+        assert _sample(service.metrics, "hivemesh_replication_source_event_id", "b2a") == ids[1]
     finally:
         service.stop()
         store.dispose()
@@ -869,7 +871,7 @@ def test_two_directions_run_together_without_echo(zones: Zones, mesh: Mesh, tmp_
         ]
     )
     r = bad.cli("run", "--once")
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "sales would be replicated both ways" in r.stderr
 
 
@@ -992,9 +994,15 @@ def test_verify_finds_injected_divergence_and_repair_copies_only_it(zones: Zones
     assert r.returncode == 1
     assert "ver: 3 difference(s)" in r.stdout and "ver_db.u/part-1" in r.stdout
 
-    r = mesh.cli("verify", "--repair", "--json")
+    r = mesh.cli("verify", "--repair")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert json.loads(r.stdout) == {"ver": []}
+    repaired = [line for line in r.stdout.splitlines() if line.startswith("ver: repaired ")]
+    assert sorted(line.split("  ")[0] for line in repaired) == [
+        "ver: repaired different file ver_db.u/part-1",
+        "ver: repaired missing file ver_db.t/dt=1/part-0",
+        "ver: repaired missing partition ver_db.t/dt=2",
+    ]
+    assert r.stdout.splitlines()[-1] == "ver: target equal to source"
     after = _mtimes(db_root)
     rewritten = {k for k in after if before.get(k) != after[k]}
     assert rewritten == {"t/dt=1/part-0", "u/part-1", "t/dt=2/part-0", "t/dt=2/part-1"}

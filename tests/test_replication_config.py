@@ -3,6 +3,7 @@ rejected key named precisely (all problems at once)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -94,10 +95,10 @@ def test_every_problem_is_reported_with_its_key() -> None:
     for key in (
         "zones.onprem.metastore",
         "zones.onprem.colour",
-        "replication.policies.0.name",
-        "replication.policies.0.databases",
-        "replication.policies.0.format",
-        "replication.policies.1.databases",
+        "replication.policies[0].name",
+        "replication.policies[0].databases",
+        "replication.policies[0].format",
+        "replication.policies[1].databases",
         "replication.stores",
     ):
         assert key in text, key
@@ -180,3 +181,49 @@ def test_delta_policies_need_data_and_their_own_runner(tmp_path: Path) -> None:
         PolicyRunner(cfg, cfg.replication.policies[0], store, "me")
     assert store.get("sales-to-cloud") is None  # nothing recorded for it
     store.dispose()
+
+
+def test_an_unreachable_zone_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """``replicate verify`` and ``run --once`` against a zone nobody listens on: one line naming
+    the zone, exit 2, neither a traceback nor Thrift's own "Could not connect" log lines; and
+    ``status`` piped shows its columns whole (no 80-column cut)."""
+    import subprocess
+    import sys
+
+    from tests.support.servers import free_port
+
+    zones = {
+        s: {"metastore": f"thrift://127.0.0.1:{free_port()}", "warehouse": str(tmp_path / s)} for s in "ab"
+    }
+    path = tmp_path / "mesh.yaml"
+    path.write_text(
+        json.dumps(
+            {
+                "zones": zones,
+                "replication": {
+                    "store": f"sqlite:///{tmp_path / 'r.db'}",
+                    "timeout_s": 2,
+                    "policies": [{"name": POLICY, "source": "a", "target": "b", "databases": ["sales"]}],
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
+    for args in (["verify"], ["verify", "--repair"], ["run", "--once"]):
+        cmd = [sys.executable, "-m", "hivemesh.cli", "replicate", *args, "--config", str(path)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        # lines but the INFO one of the store's creation
+        lines = [line for line in r.stderr.strip().splitlines() if " INFO " not in line]
+        assert r.returncode == 2, r.stderr
+        assert len(lines) == 1 and "Could not connect to ('127" not in r.stderr, r.stderr
+        assert "zone 'a'" in lines[0] and zones["a"]["metastore"] in lines[0] and "unreachable" in lines[0]
+        assert r.stdout == ""
+    cmd = [sys.executable, "-m", "hivemesh.cli", "replicate", "status", "--config", str(path)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (row,) = [line for line in r.stdout.splitlines() if POLICY in line]
+    assert f"source zone 'a' ({zones['a']['metastore']}) unreachable" in row
+    assert f"target zone 'b' ({zones['b']['metastore']}) unreachable" in row
+
+
+POLICY = "sales-to-the-cloud-every-night"

@@ -874,7 +874,7 @@ def test_second_run_refused_then_takes_over_after_kill(zones: Zones, tmp_path: P
         holder = st.lease_owner
 
         second = Replicator(config, tmp_path / "second.err")
-        assert second.wait() == 1, second.stderr()
+        assert second.wait() == 2, second.stderr()
         assert (
             f"policy lease: ReplicationError: policy lease is being run by {holder}; not starting a second copy"
             in second.stderr()

@@ -18,7 +18,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hive_metastore import ThriftHiveMetastore
 from hive_metastore.ttypes import Database
+from thrift.protocol import TBinaryProtocol, TCompactProtocol
+from thrift.Thrift import TApplicationException
+from thrift.transport import TSocket, TTransport
 
 from hivemesh.client.metastore import TRANSPORT_ERRORS, MetastoreClient
 from hivemesh.config import ConfigError, MetastoreConfig, load_config
@@ -70,8 +74,23 @@ def test_client_talks_to_a_tls_metastore(tls_metastore: MetastoreService, pki: P
 def test_plaintext_and_untrusting_clients_are_refused_and_the_server_stays_up(
     tls_metastore: MetastoreService, pki: Pki
 ) -> None:
-    with pytest.raises(TRANSPORT_ERRORS):
-        _client(tls_metastore.uri, None).client.get_all_databases()
+    # a plaintext client is told why, whichever framing and protocol it speaks
+    with pytest.raises(TApplicationException, match="the server requires TLS"):
+        _client(tls_metastore.uri, None)
+    host, port = tls_metastore.uri.removeprefix("thrift://").split(":")
+    for framed, compact in ((False, False), (True, False), (False, True), (True, True)):
+        sock = TSocket.TSocket(host, int(port))
+        trans = TTransport.TFramedTransport(sock) if framed else TTransport.TBufferedTransport(sock)
+        proto = (
+            TCompactProtocol.TCompactProtocol(trans) if compact else TBinaryProtocol.TBinaryProtocol(trans)
+        )
+        trans.open()
+        try:
+            with pytest.raises(TApplicationException, match="the server requires TLS") as told:
+                ThriftHiveMetastore.Client(proto).get_all_databases()
+            assert told.value.type == TApplicationException.UNSUPPORTED_CLIENT_TYPE
+        finally:
+            trans.close()
     # a client trusting another CA refuses our certificate
     with pytest.raises(TRANSPORT_ERRORS) as err:
         _client(tls_metastore.uri, client_context(str(pki.other_ca)))
@@ -199,8 +218,8 @@ def test_proxy_serves_tls_and_reaches_its_members_over_tls(tls_proxy: ProxyServi
         assert "through_tls_proxy" in c.raw.get_all_databases()
     with _client(tls_proxy.uri.replace("127.0.0.1", "localhost"), client_context(str(pki.ca))) as c:
         assert "through_tls_proxy" in c.raw.get_all_databases()
-    with pytest.raises(TRANSPORT_ERRORS):
-        _client(tls_proxy.uri, None).client.get_all_databases()
+    with pytest.raises(TApplicationException, match="the server requires TLS"):
+        _client(tls_proxy.uri, None)
     ok, details = tls_proxy.health()
     members = details["members"]
     assert ok and members["main"]["status"] == "AVAILABLE"
@@ -208,6 +227,7 @@ def test_proxy_serves_tls_and_reaches_its_members_over_tls(tls_proxy: ProxyServi
     assert members["wrongca"]["status"] == "UNAVAILABLE"
     assert "certificate" in (members["wrongca"]["error"] or "").lower()
     assert members["plain"]["status"] == "UNAVAILABLE"
+    assert "the server requires TLS" in (members["plain"]["error"] or ""), members["plain"]
     url = f"https://127.0.0.1:{tls_proxy.metrics_port}/health"
     with urllib.request.urlopen(url, context=client_context(str(pki.ca)), timeout=10) as r:
         assert json.loads(r.read())["members"]["main"]["status"] == "AVAILABLE"
@@ -306,3 +326,4 @@ def test_acid_cli_reaches_a_tls_metastore(tls_metastore: MetastoreService, pki: 
     assert r.exit_code == 1 and "nodb" in r.output and "Traceback" not in r.output, r.output
     r = runner.invoke(main, args)
     assert r.exit_code == 1 and "cannot reach the metastore" in r.output, r.output
+    assert "the server requires TLS" in r.output and len(r.output.strip().splitlines()) == 1, r.output

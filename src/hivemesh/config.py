@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -221,10 +221,19 @@ beginning with its key (``federated[1].database_prefix: ...``): :func:`format_er
 as they are, without the whole section as the offending input."""
 
 
+def key_path(loc: Iterable[str | int]) -> str:
+    """A setting's place as the error messages write it: list positions in brackets,
+    ``("federated", 0, "uris")`` -> ``federated[0].uris``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
 def _format_errors(source: str, err: ValidationError) -> str:
     lines = [f"invalid configuration in {source}:"]
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"])
+        loc = key_path(e["loc"])
         msg = str(e["msg"]).removeprefix("Value error, ")
         if msg.startswith(MULTI):
             prefix = f"{loc}." if loc else ""

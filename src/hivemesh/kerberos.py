@@ -14,7 +14,8 @@ A failed negotiation is answered with a BAD message naming the reason, which a J
 as ``TTransportException: Peer indicated failure: <reason>``, and the connection is closed.
 
 Principals are written as Hive writes them: ``hive/_HOST@EXAMPLE.COM``, ``_HOST`` standing for the
-host name (the server's own name on a server, the host of the metastore URI on a client).
+host name: on a server its machine's fully qualified name (``socket.getfqdn()``, as Hadoop's
+``SecurityUtil`` gives it; never the listen address), on a client the host of the metastore URI.
 
 Needs the ``gssapi`` package (``pip install 'hivemesh[kerberos]'``, which builds against MIT
 Kerberos' headers: Debian's ``libkrb5-dev``); it is imported only when Kerberos is configured.
@@ -135,7 +136,8 @@ def _gss_reason(e: BaseException) -> str:
 # ---------------------------------------------------------------- server side
 class KerberosAcceptor:
     """The server side: accepts clients holding a service ticket for ``principal`` (``_HOST``
-    replaced by ``host``, see :func:`service_principal`), whose keys are in ``keytab``.
+    replaced by ``host``, by default this machine's fully qualified name, see
+    :func:`service_principal`), whose keys are in ``keytab``.
 
     ``proxy_users``: user names (principals' short names) allowed to act for other users, as
     Hadoop's ``hadoop.proxyuser.*``: the principal of a hivemesh proxy in front of this metastore.

@@ -20,7 +20,7 @@ import pyarrow as pa
 from hive_metastore.ttypes import TxnType
 from rich.console import Console
 from rich.table import Table
-from thrift.Thrift import TException
+from thrift.Thrift import TApplicationException, TException
 from thrift.transport.TTransport import TTransportException
 
 from hivemesh.acid.arrow_reader import (
@@ -98,7 +98,7 @@ def _client(metastore_uri: str, tls_ca: str | None, kerberos_principal: str | No
         return MetastoreClient(metastore_uri, tls=tls, kerberos=kerberos)
     except (TlsError, KerberosError) as e:
         raise click.ClickException(str(e)) from None
-    except TTransportException as e:
+    except (TTransportException, TApplicationException) as e:  # the latter: "the server requires TLS"
         raise click.ClickException(f"cannot reach the metastore at {metastore_uri}: {e}") from None
 
 
@@ -190,14 +190,18 @@ def _clean_errors() -> Iterator[None]:
         raise click.ClickException(f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")) from None
 
 
-def _emit(fmt: str, console: Console, title: str, columns: list[str], rows: list[list[Any]]) -> None:
+def _emit(
+    fmt: str, console: Console, title: str, columns: list[str], rows: list[list[Any]], first: bool = True
+) -> None:
     """One result set: a rich table (``table``), one JSON object per row (``json``, with the
-    ``target`` it belongs to) or tab-separated lines with a header (``tsv``)."""
+    ``target`` it belongs to) or tab-separated lines (``tsv``), under a header line when ``first``
+    (the first target: the partitions of a table share one header)."""
     if fmt == "json":
         for row in rows:
             click.echo(json.dumps({"target": title, **dict(zip(columns, row, strict=True))}, default=str))
     elif fmt == "tsv":
-        click.echo("\t".join(["target", *columns]))
+        if first:
+            click.echo("\t".join(["target", *columns]))
         for row in rows:
             click.echo("\t".join(_tsv(v) for v in [title, *row]))
     else:
@@ -227,7 +231,7 @@ def files(fmt: str, **kw: object) -> None:
     """Print the files a snapshot reads and those it leaves out (obsolete, aborted, not visible)."""
     console = _console()
     with _clean_errors(), _targets(**kw) as targets:  # type: ignore[arg-type]
-        for t in targets:
+        for i, t in enumerate(targets):
             sel = _select(t)
             rows: list[list[Any]] = []
             for f in sel.data_files:
@@ -245,9 +249,8 @@ def files(fmt: str, **kw: object) -> None:
             ):
                 rows.extend([status, p, None, None] for p in paths)
             title = f"{t.label}  {t.write_ids}" + (f"  txns {t.txns}" if t.txns else "")
-            _emit(
-                fmt, console, title if fmt == "table" else t.label, ["status", "path", "bytes", "note"], rows
-            )
+            label = title if fmt == "table" else t.label
+            _emit(fmt, console, label, ["status", "path", "bytes", "note"], rows, first=i == 0)
 
 
 @acid.command()
@@ -260,7 +263,7 @@ def cat(fmt: str, limit: int, row_ids: bool, **kw: object) -> None:
     console = _console()
     with _clean_errors(), _targets(**kw) as targets:  # type: ignore[arg-type]
         shown = 0
-        for t in targets:
+        for i, t in enumerate(targets):
             sel = _select(t)
             layout = t.layout
             if layout is None or not layout.columns:
@@ -275,4 +278,4 @@ def cat(fmt: str, limit: int, row_ids: bool, **kw: object) -> None:
                 rows.append(list(row.values()))
                 shown += 1
             title = f"{t.label}: {data.num_rows} rows" if fmt == "table" else t.label
-            _emit(fmt, console, title, data.column_names, rows)
+            _emit(fmt, console, title, data.column_names, rows, first=i == 0)

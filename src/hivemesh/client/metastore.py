@@ -66,6 +66,7 @@ from hive_metastore.ttypes import (
     UnlockRequest,
 )
 from thrift.protocol import TBinaryProtocol, TCompactProtocol
+from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TSSLSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
@@ -85,6 +86,22 @@ TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (TTransportException, OSErro
 """Errors meaning the connection failed, not that the metastore answered (the proxy uses them too)."""
 
 T = TypeVar("T")
+
+_connecting = threading.local()
+
+
+class _QuietWhileConnecting(logging.Filter):
+    """Drops Thrift's own records about a failed connect ("Could not connect to any of [...]",
+    with a traceback per address) made while :func:`open_transport` opens a socket: the caller
+    gets the same reason in the TTransportException it raises, and reports it once itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False while this thread is inside :func:`open_transport`'s connect."""
+        return not getattr(_connecting, "active", False)
+
+
+for _name in ("thrift.transport.TSocket", "thrift.transport.TSSLSocket"):
+    logging.getLogger(_name).addFilter(_QuietWhileConnecting())
 
 _TIME = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*")
 _UNITS_S = {
@@ -188,7 +205,11 @@ def open_transport(
     whose frames are Thrift's framed transport. Raises TTransportException (refused, timed out,
     TLS or Kerberos failure, with the reason) or OSError."""
     sock = open_socket(host, port, timeout_s, tls, server_hostname)
-    sock.open()
+    _connecting.active = True
+    try:
+        sock.open()
+    finally:
+        _connecting.active = False
     if kerberos is not None:
         try:
             kerberos.negotiate(sock.handle, server_hostname or host)
@@ -387,7 +408,10 @@ class MetastoreClient:
     and ``port``. ``framed``/``compact``: transport and protocol (default unframed binary).
     ``timeout_s``: socket timeout per call. ``retries``/``retry_backoff_s``: how often and how
     soon (doubling each time) a call is retried after a transport error (see the module doc).
-    ``user``/``hostname``: recorded on txns and locks (default: this process's user and host).
+    ``user``/``hostname``: recorded on txns and locks (default: this process's user and host). A
+    ``user`` given is also sent with ``set_ugi`` on every new connection, as Hive's clients do, so
+    the server (its audit log, the default owner of what is created) knows who calls; not over
+    Kerberos, where the server takes the user from the authenticated principal.
     ``tls``: a client-side ``ssl.SSLContext`` for a metastore serving TLS
     (``hive.metastore.use.SSL``; :func:`hivemesh.tls.client_context` builds one from a PEM CA).
     ``kerberos``: a :class:`hivemesh.kerberos.KerberosInitiator` for a metastore requiring
@@ -429,6 +453,7 @@ class MetastoreClient:
         self.retries = retries
         self.retry_backoff_s = retry_backoff_s
         self.user = user or _current_user()
+        self.ugi_user = user if kerberos is None else None  # sent with set_ugi when set
         self.hostname = hostname or socket.gethostname()
         self.txn_timeout_s: float = DEFAULT_TXN_TIMEOUT_S
         self._txn_timeout_known = False
@@ -453,15 +478,27 @@ class MetastoreClient:
                 if self.compact
                 else TBinaryProtocol.TBinaryProtocolAccelerated(transport)
             )
+            client = ThriftHiveMetastore.Client(protocol)
+            if self.ugi_user:
+                try:
+                    client.set_ugi(self.ugi_user, [])
+                except TRANSPORT_ERRORS as e:
+                    transport.close()
+                    last = e
+                    continue
+                except TException as e:  # a server without the call: it just does not learn the user
+                    log.debug("set_ugi refused by %s:%d: %s", host, port, e)
             self._transport = transport
-            self._client = ThriftHiveMetastore.Client(protocol)
+            self._client = client
             return
         assert last is not None
         raise last
 
     def connect(self) -> MetastoreClient:
         """Open the connection (retrying ``retries`` times with backoff) and read
-        ``hive.txn.timeout`` once. Raises the last TTransportException when no endpoint answers."""
+        ``hive.txn.timeout`` once. Raises the last TTransportException when no endpoint answers,
+        TApplicationException (UNSUPPORTED_CLIENT_TYPE) when the server refuses this kind of
+        client, e.g. a hivemesh server requiring TLS reached without it ("the server requires TLS")."""
         if self._client is None:
             self._retry(self._open_once, idempotent=True)
         if not self._txn_timeout_known:
@@ -470,6 +507,12 @@ class MetastoreClient:
                 value = self.get_config_value(TXN_TIMEOUT_KEY, f"{DEFAULT_TXN_TIMEOUT_S:g}s")
             except TRANSPORT_ERRORS:
                 raise
+            except TApplicationException as e:
+                if e.type == TApplicationException.UNSUPPORTED_CLIENT_TYPE:  # e.g. "the server requires TLS"
+                    self.close()
+                    raise
+                log.debug("cannot read %s: %s", TXN_TIMEOUT_KEY, e)
+                value = None
             except Exception as e:  # a server without the call, or refusing the key: keep the default
                 log.debug("cannot read %s: %s", TXN_TIMEOUT_KEY, e)
                 value = None
@@ -504,6 +547,7 @@ class MetastoreClient:
             kerberos=self.kerberos,
         )
         other.endpoints = list(self.endpoints)
+        other.ugi_user = self.ugi_user
         other.txn_timeout_s = self.txn_timeout_s
         other._txn_timeout_known = self._txn_timeout_known
         if connect:
@@ -530,13 +574,17 @@ class MetastoreClient:
         while True:
             try:
                 return fn()
-            except TRANSPORT_ERRORS:
+            except TRANSPORT_ERRORS as e:
                 self.close()
                 if not idempotent or attempt >= self.retries:
                     raise
+                error = e
             delay = self.retry_backoff_s * (2**attempt)
             attempt += 1
-            log.info("metastore transport error; retry %d/%d in %.2fs", attempt, self.retries, delay)
+            # DEBUG: the caller reports the error that remains after the last retry
+            log.debug(
+                "metastore transport error (%s); retry %d/%d in %.2fs", error, attempt, self.retries, delay
+            )
             time.sleep(delay)
 
     def call(self, method: str, *args: Any, idempotent: bool = False) -> Any:

@@ -271,10 +271,11 @@ class ProxySettings(ServerSecurity):
 
     @property
     def kerberos_principal_name(self) -> str | None:
-        """The proxy's own principal as a client (``_HOST`` becoming this host's name)."""
+        """The proxy's own principal as a client (``_HOST`` becoming this machine's fully qualified
+        name, whatever address the proxy listens on)."""
         if not self.kerberos_principal:
             return None
-        return service_principal(self.kerberos_principal, self.host)
+        return service_principal(self.kerberos_principal, "")
 
     _res = field_validator("database_resolution", mode="before")(lambda cls, v: lower_enum(v))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import logging
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -104,6 +105,9 @@ def _describe(spec: RemoteSpec) -> str:
 @click.group()
 def remote() -> None:
     """Links to databases and tables of other metastores (remotes) in the proxy's store."""
+    # each command reports its failure in one line; the members' warnings ("... is unavailable")
+    # would say the same first
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
 @remote.command("add")

@@ -121,7 +121,9 @@ class ProxyService:
         kerberos = None
         if s.kerberos_principal and s.kerberos_keytab:
             try:
-                kerberos = KerberosAcceptor(s.kerberos_principal, s.kerberos_keytab, s.host)
+                kerberos = KerberosAcceptor(
+                    s.kerberos_principal, s.kerberos_keytab
+                )  # _HOST: this machine's name
             except KerberosError as e:
                 raise ProxyStartupError(str(e)) from e
         processor = HMSProcessor(self.fed, observer=self.metrics.observe_call)

@@ -50,7 +50,8 @@ class Bundle:
     (a jar that only adds classes to a runtime the bundle already has). ``archives``: ``group:artifact:version:type:classifier``
     unpacked into ``dist/`` (``archive_includes``: Ant-style patterns to unpack, all when empty).
     ``exclusions``: ``group:artifact`` left out everywhere (``*`` allowed as the artifact).
-    ``java``: the lowest Java major version the bundle runs on.
+    ``java``: the lowest Java major version the bundle runs on; ``java_max``: the highest, when
+    newer ones do not work (None: any newer one).
     """
 
     name: str
@@ -61,8 +62,14 @@ class Bundle:
     archive_includes: tuple[str, ...] = ()
     exclusions: tuple[str, ...] = _COMMON_EXCLUSIONS
     java: int = 17
+    java_max: int | None = None
     approx_mb: int = 0
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def java_range(self) -> str:
+        """The Java versions it runs on as people write them: ``21-23``, or ``17+``."""
+        return f"{self.java}-{self.java_max}" if self.java_max is not None else f"{self.java}+"
 
     @property
     def env_var(self) -> str:
@@ -108,6 +115,7 @@ BUNDLES: dict[str, Bundle] = {
                 "org.apache.hadoop:hadoop-yarn-common",
             ),
             java=21,
+            java_max=23,  # Java 24 removed Subject.getSubject, which Hadoop 3.4 calls
             approx_mb=340,
         ),
         Bundle(
@@ -154,7 +162,7 @@ BUNDLES: dict[str, Bundle] = {
                 "com.google.code.findbugs:*",
                 "javax.annotation:*",
             ),
-            approx_mb=12,
+            approx_mb=14,
         ),
         Bundle(
             name="trino-server",

@@ -27,7 +27,7 @@ def list_() -> None:
             state = str(resolve(name, fetch=False).home)
         except JvmArtifactError:
             state = "not fetched"
-        click.echo(f"{name}\t~{bundle.approx_mb} MB\tJava {bundle.java}+\t{state}\t{bundle.description}")
+        click.echo(f"{name}\t~{bundle.approx_mb} MB\tJava {bundle.java_range}\t{state}\t{bundle.description}")
 
 
 @jars.command()

@@ -86,10 +86,9 @@ class MetastoreService:
         kerberos = None
         if self.cfg.kerberos_principal and self.cfg.kerberos_keytab:
             try:
-                kerberos = KerberosAcceptor(
+                kerberos = KerberosAcceptor(  # _HOST: this machine's name, never the listen address
                     self.cfg.kerberos_principal,
                     self.cfg.kerberos_keytab,
-                    self.cfg.host,
                     proxy_users=self.cfg.kerberos_proxy_users,
                 )
             except KerberosError as e:

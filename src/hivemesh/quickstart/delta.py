@@ -16,7 +16,8 @@ replicas. Steps:
 
 The mesh.yaml keeps working on its own: ``hivemesh replicate run --config
 DATA_DIR/delta-zones/mesh.yaml`` follows the Hive tables live once both zones are served
-(``hivemesh metastore`` with each zone's store, on the ports written in it).
+(``hivemesh metastore`` with each zone's store, on the ports written in it). The quickstart's own
+metastores stop with it, so the file's header comment says so and gives those commands.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from hivemesh.client.metastore import parse_uris
 from hivemesh.config import MetastoreConfig
 from hivemesh.metastore.service import MetastoreService
 from hivemesh.quickstart.load import LoadResult, create_database, load_table, register_file_views
@@ -87,11 +89,23 @@ def write_mesh_config(data_dir: Path, uris: dict[str, str]) -> Path:
             ],
         },
     }
+    base.mkdir(parents=True, exist_ok=True)
     path = base / "mesh.yaml"
+    header = [
+        f"hivemesh quickstart --delta: Hive tables of zone {SOURCE_ZONE} kept as Delta tables in zone "
+        f"{TARGET_ZONE}.",
+        "The metastores on the ports below were the quickstart's own and stopped when it ended.",
+        "To follow the Hive tables live, serve both zones on those ports, then run the replicator:",
+    ]
+    for z in (SOURCE_ZONE, TARGET_ZONE):
+        port = parse_uris(uris[z])[0][1]
+        header.append(
+            f"  hivemesh metastore --db sqlite:///{base / z / 'metastore.db'} "
+            f"--warehouse {base / z / 'warehouse'} --port {port} &"
+        )
+    header.append(f"  hivemesh replicate run --config {path}")
     path.write_text(
-        "# hivemesh quickstart --delta: Hive tables of zone onprem kept as Delta tables in zone lake.\n"
-        + yaml.safe_dump(doc, sort_keys=False),
-        encoding="utf-8",
+        "".join(f"# {line}\n" for line in header) + yaml.safe_dump(doc, sort_keys=False), encoding="utf-8"
     )
     return path
 

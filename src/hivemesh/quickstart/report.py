@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,6 +13,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -22,16 +25,34 @@ MATCH = "[green]✓[/green]"
 MISMATCH = "[red]✗[/red]"
 
 
+class _StepProgress(Progress):
+    """A rich progress bar on a terminal; elsewhere (a pipe, a file, CI logs, where rich would
+    print nothing until the end) one line per step: ``[  12s] loading tpch.orders``."""
+
+    def __init__(self, console: Console):
+        super().__init__(
+            SpinnerColumn(),
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not console.is_terminal,
+        )
+        self._started = time.monotonic()
+
+    def update(self, task_id: TaskID, *, description: str | None = None, **kw: Any) -> None:
+        """As rich's; a new ``description`` off a terminal is also printed as a line."""
+        if self.disable and description is not None and description != self._tasks[task_id].description:
+            elapsed = time.monotonic() - self._started
+            self.console.print(f"[{elapsed:5.0f}s] {escape(description)}", highlight=False)
+        super().update(task_id, description=description, **kw)
+
+
 def step_progress(console: Console) -> Progress:
-    """A progress bar with the current step's description, ``done/total`` and elapsed time."""
-    return Progress(
-        SpinnerColumn(),
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    )
+    """A progress bar with the current step's description, ``done/total`` and elapsed time; when
+    ``console`` is not a terminal, a line per step instead."""
+    return _StepProgress(console)
 
 
 def results_table(results: Sequence[QueryResult], title: str | None = None) -> Table:

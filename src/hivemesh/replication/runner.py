@@ -300,8 +300,12 @@ class PolicyRunner:
             into.add(result)
 
     def current_event_id(self) -> int:
-        """The source's current notification event id."""
-        return int(self.source.current_notification_event_id())
+        """The source's current notification event id, also set as the policy's
+        ``hivemesh_replication_source_event_id`` metric. Raises what the source's call raises."""
+        current = int(self.source.current_notification_event_id())
+        if self.metrics is not None:
+            self.metrics.source_event_id.labels(self.name).set(current)
+        return current
 
     def _lease(self) -> None:
         """Hold the policy's lease: renewed in the store once half of it has run out (not on every

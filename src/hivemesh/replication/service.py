@@ -64,7 +64,8 @@ def run_once(
     metrics: ReplicationMetrics | None = None,
 ) -> dict[str, str]:
     """Bring each selected policy up to its source's current event; returns ``{policy: error}``
-    for those that failed (empty when all succeeded)."""
+    for those that failed (empty when all succeeded), logged here only when the error looks like
+    a bug (with its traceback)."""
     owner = lease_owner()
     failures: dict[str, str] = {}
     for policy in selected(config, names):
@@ -83,7 +84,10 @@ def run_once(
             )
         except Exception as e:
             failures[policy.name] = record_failure(store, policy.name, e)
-            log.error("policy %s failed: %s", policy.name, failures[policy.name], exc_info=_unexpected(e))
+            if _unexpected(e):  # a bug: its traceback; the others the caller reports from the result
+                log.error("policy %s failed: %s", policy.name, failures[policy.name], exc_info=True)
+            else:
+                log.debug("policy %s failed: %s", policy.name, failures[policy.name])
             if metrics is not None:
                 metrics.errors.labels(policy.name, type(e).__name__).inc()
         finally:

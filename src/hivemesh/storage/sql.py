@@ -377,10 +377,14 @@ class SqlStore:
                 assert status.current is not None
                 raise SchemaTooNewError(status.url, status.current, status.head)
             if status.pending:
-                log.info(
-                    "upgrading %s schema from %s to %s (%s)", self.version_table, status.current,
-                    status.head, ", ".join(rev for rev, _ in status.pending),
-                )  # fmt: skip
+                if status.current is None:
+                    log.info("creating a new schema (%s) at revision %s in %s", self.version_table,
+                             status.head, self.display_url)  # fmt: skip
+                else:
+                    log.info(
+                        "upgrading %s schema from %s to %s (%s)", self.version_table, status.current,
+                        status.head, ", ".join(rev for rev, _ in status.pending),
+                    )  # fmt: skip
                 cfg.attributes["connection"] = conn
                 cfg.attributes["version_table"] = self.version_table
                 if on_applied is not None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import errno
 import gc
 import logging
+import os
+import select
 import socket
 import ssl
 import threading
@@ -251,6 +253,8 @@ class ThriftServer:
             )
         self.max_message_bytes = max_message_bytes
         self._sock: socket.socket | None = None
+        self._shared = False  # the listening socket came from the caller (shared by workers)
+        self._wake: tuple[int, int] | None = None  # a pipe waking a shared socket's accept loop
         self._stopping = threading.Event()
         self._clients: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -259,18 +263,46 @@ class ThriftServer:
     def listen(self, sock: socket.socket | None = None) -> None:
         """Bind and listen, or serve ``sock`` (a listening socket made by :func:`listen_socket`,
         shared by several worker processes); afterwards ``port`` is the real port."""
+        self._shared = sock is not None
         sock = sock if sock is not None else listen_socket(self.host, self.port)
         self.port = sock.getsockname()[1]
         self._sock = sock
 
     def serve_forever(self) -> None:
-        """Accept connections until :meth:`stop`; one daemon thread per connection."""
+        """Accept connections until :meth:`stop`; one daemon thread per connection.
+
+        A socket of its own is woken by shutting it down. One shared with other processes
+        (``hivemesh metastore --workers``) must not be: that would stop the siblings' accepts
+        too (``EINVAL``); it is waited on with a wake-up pipe and accepted from without blocking."""
         if self._sock is None:
             self.listen()
         assert self._sock is not None
+        poller = None
+        if self._shared:
+            self._wake = os.pipe()
+            poller = select.poll()
+            poller.register(self._sock.fileno(), select.POLLIN)
+            poller.register(self._wake[0], select.POLLIN)
+            self._sock.setblocking(False)
+        try:
+            self._accept_loop(poller)
+        finally:
+            with self._lock:  # not while stop() writes to it
+                wake, self._wake = self._wake, None
+                for fd in wake or ():
+                    os.close(fd)
+
+    def _accept_loop(self, poller: select.poll | None) -> None:
+        assert self._sock is not None
         while not self._stopping.is_set():
             try:
+                if poller is not None:
+                    poller.poll()
+                    if self._stopping.is_set():
+                        break
                 client, addr = self._sock.accept()
+            except BlockingIOError:  # a sibling process took the connection
+                continue
             except OSError as e:
                 if self._stopping.is_set():
                     break
@@ -297,10 +329,16 @@ class ThriftServer:
                 time.sleep(0.05)
 
     def _handshake(self, client: socket.socket, addr: tuple[Any, ...]) -> socket.socket | None:
-        """``client`` wrapped in TLS (None, closed, when the handshake fails: logged with the peer)."""
+        """``client`` wrapped in TLS (None, closed, when the handshake fails: logged with the peer).
+        A client sending a plaintext Thrift message instead is answered, in plaintext, with a
+        TApplicationException (UNSUPPORTED_CLIENT_TYPE) saying :data:`TLS_REQUIRED`."""
         assert self.tls is not None
         try:
             client.settimeout(HANDSHAKE_TIMEOUT_S)
+            if _refused_plaintext(client):
+                log.warning("a plaintext Thrift client at %s:%s on the TLS port: told so", addr[0], addr[1])
+                client.close()
+                return None
             wrapped = self.tls.wrap_socket(client, server_side=True)
             wrapped.settimeout(None)
             return wrapped
@@ -382,11 +420,15 @@ class ThriftServer:
     def stop(self) -> None:
         """Stop accepting and close every open connection (in-flight calls finish or fail)."""
         self._stopping.set()
+        with self._lock:
+            if self._wake is not None:
+                os.write(self._wake[1], b"x")
         if self._sock is not None:
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            if not self._shared:  # wakes the accept; on a shared socket it would stop the siblings'
+                try:
+                    self._sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             self._sock.close()
         with self._lock:
             clients = list(self._clients)
@@ -395,6 +437,67 @@ class ThriftServer:
                 c.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+TLS_REQUIRED = "the server requires TLS (hive.metastore.use.SSL): connect with TLS"
+"""What a plaintext Thrift client is told on a TLS port (a TApplicationException's message)."""
+
+_TLS_HANDSHAKE = 0x16  # the content type of a TLS record opening a handshake (ClientHello)
+
+
+def _thrift_head(head: bytes) -> tuple[bool, bool] | None:
+    """``(framed, compact)`` when ``head`` opens a Thrift message in a protocol this server
+    speaks (binary with a version header, or compact; framed or not), else None."""
+
+    def opens(b: bytes) -> bool | None:  # compact?, None when no Thrift message starts here
+        if b[:2] == b"\x80\x01":
+            return False
+        if b[:1] == b"\x82":
+            return True
+        return None
+
+    unframed = opens(head)
+    if unframed is not None:
+        return False, unframed
+    framed = opens(head[4:])
+    return (True, framed) if framed is not None else None
+
+
+def _refused_plaintext(client: socket.socket) -> bool:
+    """On a TLS port: when the client's first bytes are a plaintext Thrift message, answer it with
+    :data:`TLS_REQUIRED` (in its own protocol and framing, so every Thrift client shows the
+    reason) and return True; False for anything else (a TLS ClientHello goes on to the handshake).
+    Reads nothing but a plaintext message's header. Raises OSError (timeout, reset)."""
+    from thrift.protocol.TProtocol import TProtocolException
+    from thrift.Thrift import TApplicationException, TMessageType
+
+    deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
+    while True:
+        head = client.recv(6, socket.MSG_PEEK)  # waits for the first bytes (the socket's timeout)
+        if len(head) >= 6 or not head or head[0] == _TLS_HANDSHAKE or time.monotonic() >= deadline:
+            break
+        time.sleep(0.01)  # the rest of a message header is on its way
+    kind = _thrift_head(head)
+    if kind is None:
+        return False
+    framed, compact = kind
+    trans: Any = _SocketTransport(client)
+    if framed:
+        trans = TTransport.TFramedTransport(trans)
+    proto_cls = TCompactProtocol.TCompactProtocol if compact else TBinaryProtocol.TBinaryProtocol
+    try:
+        name, _type, seqid = proto_cls(trans).readMessageBegin()
+    except (TProtocolException, TTransport.TTransportException, EOFError):
+        return False
+    out = proto_cls(trans)
+    out.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
+    TApplicationException(TApplicationException.UNSUPPORTED_CLIENT_TYPE, TLS_REQUIRED).write(out)
+    out.writeMessageEnd()
+    try:
+        trans.flush()
+    except TTransport.TTransportException:
+        pass
+    return True
 
 
 def tune_gc() -> None:
