@@ -209,10 +209,11 @@ def verify(config_path: str, names: tuple[str, ...], repair: bool, no_data: bool
                     runner.source_calls,
                     runner.target_calls,
                     policy,
-                    runner.relocate,
+                    runner.paths.relocate,  # not the refusing one: a table off the rule is reported
                     runner.source_storage,
                     runner.target_storage,
                     check_data=not no_data,
+                    source_zone=runner.paths.source_roots,
                 )
         finally:
             runner.close()

@@ -5,6 +5,8 @@ hivemesh's own databases (:mod:`hivemesh.storage.sql`). Lower layers: :mod:`hive
 :mod:`hivemesh.config` only."""
 
 from hivemesh.storage.locations import (
+    DEFAULT_PORTS,
+    clean_location,
     delete_dir,
     delete_path,
     exists,
@@ -13,6 +15,9 @@ from hivemesh.storage.locations import (
     list_dir,
     list_files,
     local_path,
+    location_key,
+    location_relpath,
+    location_within,
     make_dirs,
     move_dir,
     normalize_location,
@@ -24,6 +29,8 @@ from hivemesh.storage.locations import (
 )
 
 __all__ = [
+    "DEFAULT_PORTS",
+    "clean_location",
     "delete_dir",
     "delete_path",
     "exists",
@@ -32,6 +39,9 @@ __all__ = [
     "list_dir",
     "list_files",
     "local_path",
+    "location_key",
+    "location_relpath",
+    "location_within",
     "make_dirs",
     "move_dir",
     "normalize_location",

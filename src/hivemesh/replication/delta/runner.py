@@ -49,7 +49,7 @@ from hivemesh.acid.tables import is_insert_only, is_transactional, table_file_fo
 from hivemesh.hive import event_messages as ev
 from hivemesh.hive.events import ABORT_TXN, ALLOC_WRITE_ID_EVENT, COMMIT_TXN, OPEN_TXN
 from hivemesh.hive.txn_lists import LONG_MAX, ValidTxnList, ValidWriteIdList
-from hivemesh.metastore.replay import Replayer, relocator_for
+from hivemesh.metastore.replay import Replayer
 from hivemesh.replication.config import PolicyConfig, ReplicationFile, ZoneConfig
 from hivemesh.replication.data import SyncResult, ZoneStorage
 from hivemesh.replication.delta.files import FileLayout, acid_units, plain_units
@@ -67,6 +67,7 @@ from hivemesh.replication.runner import (
 )
 from hivemesh.replication.scope import Scope, event_object
 from hivemesh.replication.state import ReplicationStore
+from hivemesh.storage.locations import location_key
 
 __all__ = ["DeltaPolicyRunner", "delta_storage_options", "replica_table"]
 
@@ -250,8 +251,8 @@ class DeltaPolicyRunner:
         self.target = connect_zone(policy.name, policy.target, self.target_zone, timeout_s)
         self.source_calls = ThriftCalls(self.source)
         self.target_calls = ThriftCalls(self.target)
-        paths = policy.paths or {self.source_zone.warehouse: self.target_zone.warehouse}
-        self.relocate = relocator_for(paths)
+        self.paths = config.paths(policy)
+        self.relocate = self.paths.relocate_checked  # every location written: never into the source zone
         self.replayer = Replayer(
             self.target_calls, repl_policy=f"hivemesh.{policy.name}", relocate=self.relocate
         )
@@ -306,15 +307,10 @@ class DeltaPolicyRunner:
 
     def replica(self, table: Table) -> DeltaReplica:
         """The Delta replica of source ``table`` (at its relocated location)."""
-        location = self.relocate(table.sd.location)
+        # the rule of hivemesh.replication.paths: never into the source zone (LocationRefused)
+        location = self.paths.relocate_checked(table.sd.location, f"table {table.dbName}.{table.tableName}")
         if not location:
             raise ReplicationError(f"{table.dbName}.{table.tableName} has no location")
-        if location.rstrip("/") == table.sd.location.rstrip("/"):
-            raise ReplicationError(
-                f"policy {self.name}: {table.dbName}.{table.tableName} is at {table.sd.location}, under no "
-                "source prefix of the policy's paths (or the source zone's warehouse): refusing to write its "
-                "Delta replica into the source table's own directory"
-            )
         fs, root = self.target_storage.resolve(location)
         rc = self.config.replication
         return DeltaReplica(
@@ -343,7 +339,7 @@ class DeltaPolicyRunner:
                     "table that is not a Delta table; not replacing it"
                 ) from None
             if (
-                existing.sd.location.rstrip("/") != location.rstrip("/")
+                location_key(existing.sd.location or "") != location_key(location)
                 or existing.parameters != entry.parameters
             ):
                 entry.parameters = {**(existing.parameters or {}), **entry.parameters}
