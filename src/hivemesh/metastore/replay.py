@@ -57,7 +57,7 @@ from hive_metastore.ttypes import (
 from hivemesh.hive import event_messages as ev
 from hivemesh.hive.constants import DO_NOT_UPDATE_STATS
 from hivemesh.hive.names import db_ref
-from hivemesh.storage.locations import clean_location, join_location, location_key, location_relpath
+from hivemesh.storage.locations import clean_location, join_location, key_relpath, location_key
 
 DEFAULT_POLICY = "hivemesh.replay"
 _NO_STATS = EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
@@ -89,8 +89,9 @@ def relocator_for(mapping: Mapping[str, str]) -> Relocate:
         """``location`` under the target's prefix."""
         if location is None:
             return None
+        key = location_key(location)
         for src, dst in pairs:
-            rel = location_relpath(location, src)
+            rel = key_relpath(key, src)
             if rel is not None:
                 return join_location(dst, rel) if rel else dst
         return location

@@ -125,13 +125,16 @@ class S3Options(BaseModel):
 
 class ZoneConfig(ClientTls):
     """One zone: its metastore (``thrift://host:port``, several comma-separated for failover), the
-    root of its warehouse (a URI or path, as the metastore's ``hive.metastore.warehouse.dir``) and
-    how to reach its S3 storage."""
+    root of its warehouse (a URI or path, as the metastore's ``hive.metastore.warehouse.dir``; a
+    plain path is a local ``file:`` directory, see :mod:`hivemesh.replication.paths` for how
+    locations are compared) and how to reach its S3 storage."""
 
     model_config = ConfigDict(extra="forbid")
 
     metastore: str = Field(description="thrift://host:port[,thrift://host:port...]")
-    warehouse: str = Field(min_length=1, description="warehouse root URI of the zone")
+    warehouse: str = Field(
+        min_length=1, description="warehouse root URI of the zone (a plain path is a local file: directory)"
+    )
     s3: S3Options = Field(default_factory=S3Options, description="S3 connection of the zone's storage")
 
     kerberos_principal: str | None = Field(
@@ -187,7 +190,8 @@ class PolicyConfig(BaseModel):
     data: DataMode = DataMode.COPY
     paths: dict[str, str] = Field(
         default_factory=dict,
-        description="source location prefix -> target location prefix (default: warehouse -> warehouse)",
+        description="source location prefix -> target location prefix (default: warehouse -> warehouse); "
+        "a target prefix inside the source zone is refused",
     )
     propagate_drops: bool = Field(True, description="drop on the target what the source dropped")
 

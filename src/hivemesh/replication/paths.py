@@ -26,7 +26,11 @@ from dataclasses import dataclass, field
 
 from hivemesh.errors import HivemeshError
 from hivemesh.metastore.replay import Relocate, relocator_for
-from hivemesh.storage.locations import clean_location, location_key, location_relpath, location_within
+from hivemesh.storage.locations import (
+    clean_location,
+    key_relpath,
+    location_key,
+)
 
 __all__ = ["LocationRefused", "PolicyPaths", "parent_location"]
 
@@ -66,9 +70,13 @@ class PolicyPaths:
     source_warehouse: str
     configured: bool
     _relocate: Relocate = field(init=False, repr=False, compare=False)
+    _roots: dict[str, str] = field(init=False, repr=False, compare=False)  # location_key -> as written
 
     def __post_init__(self) -> None:
         self._relocate = relocator_for(dict(self.mapping))
+        self._roots = {}
+        for root in (*(src for src, _ in self.mapping), self.source_warehouse):
+            self._roots.setdefault(location_key(root), root)
 
     @classmethod
     def of(
@@ -87,8 +95,9 @@ class PolicyPaths:
 
     @property
     def source_roots(self) -> tuple[str, ...]:
-        """Every configured directory of the source zone: the source prefixes, then the warehouse."""
-        return (*(src for src, _ in self.mapping), self.source_warehouse)
+        """Every configured directory of the source zone: the source prefixes, then the warehouse
+        (each directory once, as first written)."""
+        return tuple(self._roots.values())
 
     def relocate(self, location: str | None) -> str | None:
         """``location`` mapped to the target (see
@@ -99,8 +108,11 @@ class PolicyPaths:
     def source_root_of(self, location: str | None) -> str | None:
         """The configured source directory (:attr:`source_roots`) that ``location`` is or lies
         under, or None."""
-        for root in self.source_roots:
-            if location_within(location, root):
+        return self._root_of_key(location_key(location)) if location else None
+
+    def _root_of_key(self, key: str) -> str | None:
+        for root_key, root in self._roots.items():
+            if key_relpath(key, root_key) is not None:
                 return root
         return None
 
@@ -120,8 +132,10 @@ class PolicyPaths:
         when the target location is outside the source zone (or either is empty)."""
         if not source_location or not target_location:
             return None
-        if location_within(target_location, source_location):
-            if location_relpath(target_location, source_location) == "":
+        target_key = location_key(target_location)
+        rel = key_relpath(target_key, location_key(source_location))
+        if rel is not None:
+            if rel == "":
                 where = "its own source directory"
             else:
                 where = f"inside its source directory {source_location}"
@@ -136,7 +150,7 @@ class PolicyPaths:
                 f"{target_location} would be {where}, so a drop with deleteData on zone {self.target} "
                 f"would delete zone {self.source}'s files; {self.fix_hint(source_location)}"
             )
-        root = self.source_root_of(target_location)
+        root = self._root_of_key(target_key)
         if root is None:
             return None
         return (

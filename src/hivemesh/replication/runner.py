@@ -471,13 +471,11 @@ class PolicyRunner:
         for i in range(0, len(names), PAGE):
             chunk = names[i : i + PAGE]
             parts = self.source_calls.get_partitions_by_names(db, name, chunk) or []
-            keys = [k.name for k in table.partitionKeys]
-            for p in parts:
-                self.paths.relocate_checked(
-                    _location(p), f"partition {db}.{name}/{make_part_name(keys, p.values)}"
-                )
-            self._sync_all([_location(p) for p in parts], out)
-            self.replayer.put_partitions(table, parts)
+            try:  # both relocate every partition's location, refusing one into the source zone
+                self._sync_all([_location(p) for p in parts], out)
+                self.replayer.put_partitions(table, parts)
+            except LocationRefused as e:
+                raise self._partition_refused(table, parts, e) from None
             self._copy_partition_stats(table, chunk)
             if task is not None:
                 self.progress.advance(task, len(chunk))
@@ -488,6 +486,16 @@ class PolicyRunner:
                 for p in self.target_calls.get_partitions_by_names(db, name, extra[i : i + PAGE]) or []:
                     self._drop_target_partition(table, p.values)
         return out
+
+    def _partition_refused(self, table: Table, parts: list[Any], e: LocationRefused) -> LocationRefused:
+        """``e`` (a partition location of ``table`` refused) naming the partition among ``parts``."""
+        keys = [k.name for k in table.partitionKeys]
+        found = [p for p in parts if _location(p) == e.source_location]
+        what = f"{table.dbName}.{table.tableName}/" + (
+            make_part_name(keys, found[0].values) if found else "?"
+        )
+        why = self.paths.refusal(f"partition {what}", e.source_location, e.target_location)
+        return LocationRefused(why or str(e), e.source_location, e.target_location)
 
     def _copy_table_stats(self, table: Table) -> None:
         cols = [c.name for c in (table.sd.cols if table.sd else []) or []]
@@ -654,9 +662,20 @@ class PolicyRunner:
 
     def apply(self, event: NotificationEvent, out: StepResult, msg: ev.Message | None = None) -> bool:
         """Apply one source event if it is in scope (data, then metadata); True when applied.
-        ``msg``: the event already decoded."""
+        ``msg``: the event already decoded. Raises LocationRefused naming the event and its object
+        when a location it would write to the target lies in the source zone."""
         if msg is None:
             msg = ev.parse_event(event)
+        try:
+            return self._apply_event(event, msg, out)
+        except LocationRefused as e:  # name the object the event is about
+            db, table = event_object(msg)
+            what = f"{db}.{table}" if table else f"database {db}"
+            why = self.paths.refusal(f"{what} (event {event.eventId}, {event.eventType})", e.source_location,
+                                     e.target_location)  # fmt: skip
+            raise LocationRefused(why or str(e), e.source_location, e.target_location) from None
+
+    def _apply_event(self, event: NotificationEvent, msg: ev.Message, out: StepResult) -> bool:
         db, table = event_object(msg)
         if isinstance(msg, ev.OpenTxn):
             return False
@@ -668,11 +687,6 @@ class PolicyRunner:
             return False
         try:
             return self._apply(msg, out)
-        except LocationRefused as e:  # name the object the event is about
-            what = f"{db}.{table}" if table else f"database {db}"
-            why = self.paths.refusal(f"{what} (event {event.eventId}, {event.eventType})", e.source_location,
-                                     e.target_location)  # fmt: skip
-            raise LocationRefused(why or str(e), e.source_location, e.target_location) from None
         except (NoSuchObjectException, InvalidObjectException, InvalidOperationException) as e:
             if db is None:
                 raise

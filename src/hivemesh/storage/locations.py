@@ -41,6 +41,8 @@ def local_path(location: str) -> str:
 def _clean_path(path: str) -> str:
     """``/a/./b/../c/`` -> ``/a/c``: ``.`` and ``..`` segments resolved, repeated and trailing
     slashes dropped (never above the root)."""
+    if path.startswith("/") and "//" not in path and "/." not in path and not path.endswith("/"):
+        return path  # already clean (the common case)
     cleaned = posixpath.normpath("/" + path.lstrip("/"))
     return "/" if cleaned in ("/", "//") else cleaned.lstrip("/").join(("/", ""))
 
@@ -123,11 +125,16 @@ def location_relpath(location: str, prefix: str) -> str | None:
     """Where ``location`` lies relative to directory location ``prefix``, both compared in their
     :func:`location_key` form (on path boundaries: ``file:/w/ab`` is not under ``file:/w/a``):
     ``""`` when they are the same directory, ``"db.db/t"`` when below it, None when outside."""
-    loc, pre = location_key(location), location_key(prefix)
-    if loc == pre:
+    return key_relpath(location_key(location), location_key(prefix))
+
+
+def key_relpath(key: str, prefix_key: str) -> str | None:
+    """:func:`location_relpath` of two locations already in :func:`location_key` form (for
+    callers that compare many locations against the same prefixes)."""
+    if key == prefix_key:
         return ""
-    boundary = pre if pre.endswith("/") else pre + "/"
-    return loc[len(boundary) :] if loc.startswith(boundary) else None
+    boundary = prefix_key if prefix_key.endswith("/") else prefix_key + "/"
+    return key[len(boundary) :] if key.startswith(boundary) else None
 
 
 def location_within(location: str | None, prefix: str | None) -> bool:
