@@ -8,8 +8,9 @@ trailing ``/``, an upper-case scheme) are those of the same directories the meta
 ``file:/...``; each case ends with the target's files under the target's warehouse, ``verify``
 finding no difference, and the source's data file still there after the target dropped its table
 with ``deleteData=True``. Then: what the configuration alone shows is refused when the file is
-loaded (naming the policy and the ``paths`` entry that fixes it); a table outside every source
-prefix is refused when it is replicated (bootstrap and event), and the suggested entry fixes it;
+loaded (naming the policy and the ``paths`` entry that fixes it); a table or partition outside
+every source prefix is refused when it is replicated (bootstrap and event), and the suggested
+entry fixes it;
 ``verify`` reports a target location in the source zone and a propagated drop leaves the source's
 files alone.
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hive_metastore.ttypes import Database
+from hive_metastore.ttypes import Database, Partition
 
 from hivemesh.config import ConfigError
 from hivemesh.replication.config import load_replication_config, parse_replication_config
@@ -35,7 +36,7 @@ from hivemesh.replication.state import ReplicationStore
 from hivemesh.replication.verify import compare
 from hivemesh.storage.locations import clean_location, local_path, location_key
 from tests.support.servers import HivemeshProcess, ThriftClient
-from tests.test_replication import _warehouse, add_partition, make_table, put_file, tree
+from tests.test_replication import COLS, _sd, _warehouse, add_partition, make_table, put_file, tree
 
 
 @dataclass
@@ -277,3 +278,26 @@ def test_verify_reports_a_target_in_the_source_zone_and_drops_leave_it(zones: Zo
     assert run(path) == {}
     assert "t" not in b.get_all_tables(db)
     assert src_file.read_bytes() == b"source bytes"
+
+
+def test_a_partition_outside_every_source_prefix_is_refused(zones: Zones, tmp_path: Path) -> None:
+    """A partition added at a directory of its own, outside the source warehouse: the bootstrap
+    refuses it by name before the target gets it, and its files stay where they are."""
+    a, b = zones.hms["a"], zones.hms["b"]
+    db = "loc_part_refused"
+    a.create_database(Database(name=db, parameters={}))
+    t = make_table(a, db, "t", ("dt",))
+    outside = f"file:{zones.base}/landing/dt=1"
+    src_file = put_file(outside, "f", b"landed bytes")
+    a.add_partition(
+        Partition(values=["1"], dbName=db, tableName="t", sd=_sd(list(COLS), outside), parameters={})
+    )
+    assert location_key(a.get_partition(db, "t", ["1"]).sd.location) == outside
+    path = write_mesh(zones, tmp_path, {"name": "part", "source": "a", "target": "b", "databases": [db]})
+
+    failures = run(path)
+    assert f"partition {db}.t/dt=1 is at {outside}" in failures["part"], failures
+    assert f'"file:{zones.base}/landing"' in failures["part"]
+    assert b.get_partition_names(db, "t", -1) == []  # the table is there, the partition is not
+    assert src_file.read_bytes() == b"landed bytes"
+    assert t.sd.location.startswith(zones.warehouse["a"])
