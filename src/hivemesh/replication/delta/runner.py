@@ -55,6 +55,7 @@ from hivemesh.replication.data import SyncResult, ZoneStorage
 from hivemesh.replication.delta.files import FileLayout, acid_units, plain_units
 from hivemesh.replication.delta.replica import DeltaReplica, PartitionSource, ReplicaSync
 from hivemesh.replication.delta.schema import UnsupportedSchemaError, arrow_type, delta_schema
+from hivemesh.replication.paths import LocationRefused
 from hivemesh.replication.runner import (
     LEASE_MS,
     LOOKBACK_EVENTS,
@@ -529,8 +530,9 @@ class DeltaPolicyRunner:
         return pa.concat_tables([t.cast(plain) for t in parts]) if parts else plain.empty_table()
 
     def compare(self, check_data: bool = True) -> list[Any]:
-        """Differences of every replica from its source table (registration, schema, partitions,
-        and with ``check_data`` the rows by checksum) as :class:`~hivemesh.replication.verify.Difference`."""
+        """Differences of every replica from its source table (registration, a location outside
+        the source zone, schema, partitions, and with ``check_data`` the rows by checksum) as
+        :class:`~hivemesh.replication.verify.Difference`."""
         from hivemesh.replication.delta.schema import field_signatures
         from hivemesh.replication.delta.verify import read_delta, rows_digest
         from hivemesh.replication.verify import Difference
@@ -557,7 +559,17 @@ class DeltaPolicyRunner:
                         Difference("different", "table", full, "the target table is not a Delta table")
                     )
                     continue
-                replica = self.replica(table)
+                why = self.paths.refusal(f"table {full}", table.sd.location, entry.sd and entry.sd.location)
+                if why is not None:  # registered at the source's files (by hand, or an older replicator)
+                    diffs.append(
+                        Difference("different", "table", full, f"location in the source zone: {why}")
+                    )
+                    continue
+                try:
+                    replica = self.replica(table)
+                except LocationRefused as e:
+                    diffs.append(Difference("different", "table", full, f"location: {e}"))
+                    continue
                 if not replica.exists():
                     diffs.append(Difference("missing", "table", full, f"no Delta table at {replica.uri}"))
                     continue
