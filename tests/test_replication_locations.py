@@ -122,7 +122,7 @@ def test_one_directory_has_one_key() -> None:
     assert location_key("HDFS://NN:8020/wh/") == location_key("hdfs://nn/wh") == "hdfs://nn/wh"
     assert location_key("hdfs://nn:9000/wh") == "hdfs://nn:9000/wh" != location_key("hdfs://nn/wh")
     assert location_key("s3a://Lake/wh/") == "s3a://lake/wh"
-    assert clean_location("hdfs://NN:8020/wh/") == "hdfs://nn:8020/wh"  # written locations keep their port
+    assert clean_location("HDFS://NN:8020/wh/") == "hdfs://NN:8020/wh"  # written: authority as given
 
 
 # ---------------------------------------------------------------- every spelling

@@ -87,7 +87,7 @@ def _location_parts(location: str) -> tuple[str, str, str]:
     if rest.startswith("//"):
         authority, slash, path = rest[2:].partition("/")
         rest = slash + path
-    return scheme, authority.lower(), _clean_path(rest)
+    return scheme, authority, _clean_path(rest)
 
 
 def _join_parts(scheme: str, authority: str, path: str) -> str:
@@ -101,20 +101,23 @@ def _join_parts(scheme: str, authority: str, path: str) -> str:
 def clean_location(location: str) -> str:
     """``location`` as Hadoop's ``Path`` makes it: a plain path is a local one (``/data/wh`` ->
     ``file:/data/wh``, a relative path made absolute against the working directory, symbolic links
-    left alone); ``file:///x``, ``file://localhost/x`` and ``file:/x`` -> ``file:/x``; scheme and
-    authority lower case (``HDFS://NN:8020/x`` -> ``hdfs://nn:8020/x``); ``.``, ``..``, repeated
-    and trailing slashes removed from the path. Nothing is percent-decoded and the port is kept
-    as written. Pure (no file system access); never raises."""
+    left alone); ``file:///x``, ``file://localhost/x`` and ``file:/x`` -> ``file:/x``; the scheme
+    lower case (``HDFS://NN:8020/x`` -> ``hdfs://NN:8020/x``: the authority is kept as written, an
+    HA nameservice or a legacy bucket may need its case); ``.``, ``..``, repeated and trailing
+    slashes removed from the path. Nothing is percent-decoded and the port is kept as written.
+    Pure (no file system access); never raises."""
     return _join_parts(*_location_parts(location))
 
 
 def location_key(location: str) -> str:
     """The normal form in which locations are compared (one directory, one key): as
-    :func:`clean_location`, and a port that is its scheme's default (:data:`DEFAULT_PORTS`) left
-    out, so ``hdfs://nn/x``, ``hdfs://NN:8020/x/`` and ``hdfs://nn:8020/x`` share the key
-    ``hdfs://nn/x`` while ``hdfs://nn:9000/x`` keeps its own. Only for comparing: a location
-    written to a metastore keeps its port. Pure; never raises."""
+    :func:`clean_location`, the authority in lower case (Hadoop compares it ignoring case) and a
+    port that is its scheme's default (:data:`DEFAULT_PORTS`) left out, so ``hdfs://nn/x``,
+    ``hdfs://NN:8020/x/`` and ``hdfs://nn:8020/x`` share the key ``hdfs://nn/x`` while
+    ``hdfs://nn:9000/x`` keeps its own. Only for comparing: a location written to a metastore
+    keeps its authority as written. Pure; never raises."""
     scheme, authority, path = _location_parts(location)
+    authority = authority.lower()
     port = DEFAULT_PORTS.get(scheme)
     if port is not None and authority.endswith(":" + port):
         authority = authority[: -len(port) - 1]
