@@ -125,7 +125,9 @@ BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 @pytest.fixture(scope="session", params=BACKENDS)
 def backend_url(
-    request: pytest.FixtureRequest, session_resources: SessionResources, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    session_resources: SessionResources,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> str:
     """A fresh metadata store URL, one for SQLite and one for PostgreSQL, each made once per test
     session (the PostgreSQL database is dropped at the end)."""
@@ -194,12 +196,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 _FIXTURE_MARKS = {"spark": "spark", "spark_metastore": "spark", "hive4": "hive4"}
 
 
+# With pytest-xdist (``-n 2 --dist loadgroup``), tests run in groups, a group on one worker: each
+# JVM peer a group of its own, so it starts on one worker only (one SparkSession per JVM, and the
+# Spark tests' order of backends kept), every other test with the rest of its file, so module
+# fixtures start once.
+_JVM_GROUPS = ("spark", "hive4")
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Mark a test by the peers its fixtures start (before ``-m`` selects)."""
+    """Mark a test by the peers its fixtures start (before ``-m`` selects), and put it in its
+    pytest-xdist group."""
     names = getattr(item, "fixturenames", ())
     for fixture, mark in _FIXTURE_MARKS.items():
         if fixture in names and item.get_closest_marker(mark) is None:
             item.add_marker(mark)
+    if item.get_closest_marker("xdist_group") is None:
+        group = next((g for g in _JVM_GROUPS if item.get_closest_marker(g) is not None), item.path.name)
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _order(item: pytest.Item) -> int:
@@ -243,7 +256,9 @@ def _param_key(item: pytest.Item, first_seen: dict[tuple[str, str], int]) -> tup
     if callspec is None:
         return ()
     defs = item._fixtureinfo.name2fixturedefs  # type: ignore[attr-defined]
-    names = [n for n in callspec.params if n in defs and defs[n][-1].scope in ("session", "package", "module")]
+    names = [
+        n for n in callspec.params if n in defs and defs[n][-1].scope in ("session", "package", "module")
+    ]
     names.sort(key=lambda n: (_PARAM_PRIORITY.index(n) if n in _PARAM_PRIORITY else len(_PARAM_PRIORITY), n))
     key = []
     for rank, name in enumerate(names):

@@ -36,7 +36,9 @@ def _hive4(db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hive4M
 
 @pytest.fixture(scope="session", params=["derby", pytest.param("postgres", marks=pytest.mark.postgres)])
 def hive4(
-    request: pytest.FixtureRequest, session_resources: SessionResources, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    session_resources: SessionResources,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Hive4Metastore:
     """The running Hive 4 metastore on ``derby`` or ``postgres`` (schema by Hive's schematool),
     each started once per test session (:mod:`tests.support.resources`)."""

@@ -101,7 +101,9 @@ class SparkMetastore(HivemeshProcess):
 
 @pytest.fixture(scope="session")
 def spark_store_url(
-    request: pytest.FixtureRequest, session_resources: SessionResources, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    session_resources: SessionResources,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> str:
     """A fresh, empty metadata store for the Spark tests' metastore, one per backend per test session
     (dropped at the end on PostgreSQL). Its parameter comes from ``conftest.pytest_generate_tests``:

@@ -19,7 +19,6 @@ from hivemesh.acid.names import delta_dir_name, encode_bucket_property
 from hivemesh.spark.acid import read_acid
 from hivemesh.spark.acid_reader import BROADCAST_DELETES_BYTES_CONF
 
-
 COLUMNS = [("id", "bigint"), ("note", "string")]
 ROWS = 300  # per bucket file: row ids 0..299 span five 64-row words
 #: row ids deleted in every (write id, bucket): word edges, a whole word, and the last row

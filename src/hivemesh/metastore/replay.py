@@ -57,6 +57,7 @@ from hive_metastore.ttypes import (
 from hivemesh.hive import event_messages as ev
 from hivemesh.hive.constants import DO_NOT_UPDATE_STATS
 from hivemesh.hive.names import db_ref
+from hivemesh.storage.locations import clean_location, join_location, key_relpath, location_key
 
 DEFAULT_POLICY = "hivemesh.replay"
 _NO_STATS = EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
@@ -72,16 +73,27 @@ def relocator(source_prefix: str, target_prefix: str) -> Relocate:
 
 def relocator_for(mapping: Mapping[str, str]) -> Relocate:
     """A ``relocate`` function mapping location prefixes (source -> target, on path boundaries,
-    the longest matching prefix first); locations under no prefix, and None, are kept."""
-    pairs = sorted(((k.rstrip("/"), v.rstrip("/")) for k, v in mapping.items()), key=lambda kv: -len(kv[0]))
+    the longest matching prefix first); locations under no prefix, and None, are kept.
+
+    Prefixes and locations are compared in one normal form
+    (:func:`hivemesh.storage.locations.location_key`: ``/w``, ``file:///w/`` and ``file:/w`` are
+    one directory, scheme and authority in any case, ``hdfs://nn`` = ``hdfs://nn:8020``); a
+    relocated location is the target prefix in :func:`~hivemesh.storage.locations.clean_location`
+    form (``/w2`` -> ``file:/w2``) followed by the rest of the source location's path.
+    """
+    pairs = sorted(
+        ((location_key(k), clean_location(v)) for k, v in mapping.items()), key=lambda kv: -len(kv[0])
+    )
 
     def relocate(location: str | None) -> str | None:
         """``location`` under the target's prefix."""
         if location is None:
             return None
+        key = location_key(location)
         for src, dst in pairs:
-            if location == src or location.startswith(src + "/"):
-                return dst + location[len(src) :]
+            rel = key_relpath(key, src)
+            if rel is not None:
+                return join_location(dst, rel) if rel else dst
         return location
 
     return relocate

@@ -275,10 +275,11 @@ def _verify_policy(
                 runner.source_calls,
                 runner.target_calls,
                 policy,
-                runner.relocate,
+                runner.paths.relocate,  # not the refusing one: a table off the rule is reported
                 runner.source_storage,
                 runner.target_storage,
                 check_data=check_data,
+                source_zone=runner.paths.source_roots,
             )
         except expected as e:
             raise _Failure(_one_line(f"policy {policy.name}: cannot compare: {type(e).__name__}: {e}")) from e

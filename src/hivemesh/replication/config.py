@@ -28,7 +28,10 @@ tables) matching its regular expressions from a source zone to a target zone::
 
 Validation reports every problem at once, each with its key (``replication.policies[0].source:
 unknown zone 'onprem2'``). A database replicated in both directions between two zones is refused:
-two writers of one database need coordinated writes, which replication does not do.
+two writers of one database need coordinated writes, which replication does not do. So is a
+policy whose target prefix (a ``paths`` value, or by default the target zone's warehouse) is, or
+lies under, a directory of its source zone: locations are compared in one normal form, and the
+rule is :mod:`hivemesh.replication.paths`'s.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from hivemesh.config import (
     read_yaml,
 )
 from hivemesh.kerberos import KerberosInitiator
+from hivemesh.replication.paths import PolicyPaths
 from hivemesh.storage.sql import normalize_url
 from hivemesh.tls import client_context
 
@@ -121,13 +125,16 @@ class S3Options(BaseModel):
 
 class ZoneConfig(ClientTls):
     """One zone: its metastore (``thrift://host:port``, several comma-separated for failover), the
-    root of its warehouse (a URI or path, as the metastore's ``hive.metastore.warehouse.dir``) and
-    how to reach its S3 storage."""
+    root of its warehouse (a URI or path, as the metastore's ``hive.metastore.warehouse.dir``; a
+    plain path is a local ``file:`` directory, see :mod:`hivemesh.replication.paths` for how
+    locations are compared) and how to reach its S3 storage."""
 
     model_config = ConfigDict(extra="forbid")
 
     metastore: str = Field(description="thrift://host:port[,thrift://host:port...]")
-    warehouse: str = Field(min_length=1, description="warehouse root URI of the zone")
+    warehouse: str = Field(
+        min_length=1, description="warehouse root URI of the zone (a plain path is a local file: directory)"
+    )
     s3: S3Options = Field(default_factory=S3Options, description="S3 connection of the zone's storage")
 
     kerberos_principal: str | None = Field(
@@ -183,7 +190,8 @@ class PolicyConfig(BaseModel):
     data: DataMode = DataMode.COPY
     paths: dict[str, str] = Field(
         default_factory=dict,
-        description="source location prefix -> target location prefix (default: warehouse -> warehouse)",
+        description="source location prefix -> target location prefix (default: warehouse -> warehouse); "
+        "a target prefix inside the source zone is refused",
     )
     propagate_drops: bool = Field(True, description="drop on the target what the source dropped")
 
@@ -287,6 +295,19 @@ class ReplicationFile(BaseModel):
     zones: dict[str, ZoneConfig] = Field(default_factory=dict)
     replication: ReplicationConfig = Field(default_factory=ReplicationConfig)
 
+    def paths(self, policy: PolicyConfig) -> PolicyPaths:
+        """Where ``policy`` puts its tables on the target (:class:`hivemesh.replication.paths.
+        PolicyPaths`: its ``paths``, else its source zone's warehouse -> its target zone's).
+        Raises KeyError for a zone that is not defined (a validated file has none)."""
+        return PolicyPaths.of(
+            policy.name,
+            policy.source,
+            policy.target,
+            policy.paths,
+            self.zones[policy.source].warehouse,
+            self.zones[policy.target].warehouse,
+        )
+
 
 def _literal(pattern: str) -> str | None:
     """The one name a regular expression matches, when it is a plain name."""
@@ -295,7 +316,8 @@ def _literal(pattern: str) -> str | None:
 
 def _cross_checks(cfg: ReplicationFile) -> list[str]:
     """Problems between keys: unknown zones, duplicate names, a zone replicated to itself, the same
-    database replicated both ways, path mappings of the wrong zone, Delta without data."""
+    database replicated both ways, path mappings whose target lies in the source zone
+    (:meth:`hivemesh.replication.paths.PolicyPaths.problems`), Delta without data."""
     problems: list[str] = []
     seen: dict[str, int] = {}
     for i, p in enumerate(cfg.replication.policies):
@@ -310,6 +332,8 @@ def _cross_checks(cfg: ReplicationFile) -> list[str]:
                 problems.append(f"{key}.{side}: unknown zone {zone!r} (known: {known})")
         if p.source == p.target:
             problems.append(f"{key}.target: the same zone as its source ({p.source!r})")
+        elif p.source in cfg.zones and p.target in cfg.zones:
+            problems.extend(cfg.paths(p).problems(key))
         if p.format == TargetFormat.DELTA and p.data == DataMode.METADATA_ONLY:
             problems.append(
                 f"{key}.data: metadata_only cannot make Delta tables (their data is converted); use copy"

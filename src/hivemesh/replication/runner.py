@@ -66,8 +66,10 @@ from hivemesh.hive.names import make_part_name
 from hivemesh.metastore.replay import Replayer, relocator_for
 from hivemesh.replication.config import DataMode, PolicyConfig, ReplicationFile, TargetFormat, ZoneConfig
 from hivemesh.replication.data import DataMover, SyncResult, ZoneStorage
+from hivemesh.replication.paths import LocationRefused
 from hivemesh.replication.scope import Scope, event_object
 from hivemesh.replication.state import PolicyState, ReplicationStore
+from hivemesh.storage.locations import location_key
 
 __all__ = ["PAGE", "PolicyRunner", "ReplicationError", "StepResult", "ThriftCalls", "relocator_for"]
 
@@ -215,8 +217,8 @@ class PolicyRunner:
         self.target = connect_zone(policy.name, policy.target, self.target_zone, timeout_s)
         self.source_calls = ThriftCalls(self.source)
         self.target_calls = ThriftCalls(self.target)
-        paths = policy.paths or {self.source_zone.warehouse: self.target_zone.warehouse}
-        self.relocate = relocator_for(paths)
+        self.paths = config.paths(policy)
+        self.relocate = self.paths.relocate_checked  # every location written: never into the source zone
         self.replayer = Replayer(
             self.target_calls, repl_policy=f"hivemesh.{policy.name}", relocate=self.relocate
         )
@@ -348,9 +350,12 @@ class PolicyRunner:
         return out
 
     def bootstrap_database(self, db: str, prune: bool = False, tables: list[str] | None = None) -> SyncResult:
-        """Bootstrap database ``db`` (its functions and its tables in scope, or only ``tables``)."""
+        """Bootstrap database ``db`` (its functions and its tables in scope, or only ``tables``).
+        Raises LocationRefused for a database whose target location would be in the source zone."""
         out = SyncResult()
-        self.replayer.put_database(self.source_calls.get_database(db))
+        database = self.source_calls.get_database(db)
+        self.paths.relocate_checked(database.locationUri, f"database {db}")
+        self.replayer.put_database(database)
         for fname in self.source_calls.get_functions(db, "*") or []:
             self.replayer.put_function(self.source_calls.get_function(db, fname))
         names = tables if tables is not None else self._source_tables(db)
@@ -370,7 +375,9 @@ class PolicyRunner:
 
     def bootstrap_table(self, db: str, name: str, prune: bool = False) -> SyncResult:
         """Bootstrap one table: metadata, column statistics, partitions in pages, data. A table
-        the source no longer has is dropped on the target (with ``propagate_drops``)."""
+        the source no longer has is dropped on the target (with ``propagate_drops``). Raises
+        LocationRefused, before writing anything, for a table whose target location would be in
+        the source zone (:mod:`hivemesh.replication.paths`)."""
         out = SyncResult()
         try:
             table = self.source_calls.get_table(db, name)
@@ -378,6 +385,7 @@ class PolicyRunner:
             if self.policy.propagate_drops:
                 self._drop_target_table(db, name)
             return out
+        self.paths.relocate_checked(_location(table), f"table {db}.{name}")
         if not table.partitionKeys and not _is_view(table):
             self._sync(_location(table), out)
         self.replayer.put_table(table)
@@ -467,8 +475,11 @@ class PolicyRunner:
         for i in range(0, len(names), PAGE):
             chunk = names[i : i + PAGE]
             parts = self.source_calls.get_partitions_by_names(db, name, chunk) or []
-            self._sync_all([_location(p) for p in parts], out)
-            self.replayer.put_partitions(table, parts)
+            try:  # both relocate every partition's location, refusing one into the source zone
+                self._sync_all([_location(p) for p in parts], out)
+                self.replayer.put_partitions(table, parts)
+            except LocationRefused as e:
+                raise self._partition_refused(table, parts, e) from None
             self._copy_partition_stats(table, chunk)
             if task is not None:
                 self.progress.advance(task, len(chunk))
@@ -479,6 +490,16 @@ class PolicyRunner:
                 for p in self.target_calls.get_partitions_by_names(db, name, extra[i : i + PAGE]) or []:
                     self._drop_target_partition(table, p.values)
         return out
+
+    def _partition_refused(self, table: Table, parts: list[Any], e: LocationRefused) -> LocationRefused:
+        """``e`` (a partition location of ``table`` refused) naming the partition among ``parts``."""
+        keys = [k.name for k in table.partitionKeys]
+        found = [p for p in parts if _location(p) == e.source_location]
+        what = f"{table.dbName}.{table.tableName}/" + (
+            make_part_name(keys, found[0].values) if found else "?"
+        )
+        why = self.paths.refusal(f"partition {what}", e.source_location, e.target_location)
+        return LocationRefused(why or str(e), e.source_location, e.target_location)
 
     def _copy_table_stats(self, table: Table) -> None:
         cols = [c.name for c in (table.sd.cols if table.sd else []) or []]
@@ -538,18 +559,30 @@ class PolicyRunner:
             table = self.target_calls.get_table(db, name)
         except NoSuchObjectException:
             if source is not None and _owns_data(source) and not _is_view(source):
-                self._remove_target(self.relocate(_location(source)))
+                self._remove_target(self.paths.relocate(_location(source)), _location(source))
             return
         if _owns_data(table) and self.mover is not None and _location(table):
-            self._remove_target(_location(table))
+            self._remove_target(_location(table), _location(source) if source is not None else None)
         try:
             self.target_calls.drop_table(db, name, False)
         except NoSuchObjectException:
             return
 
-    def _remove_target(self, target_location: str | None) -> None:
-        if self.mover is not None and target_location:
-            self.mover.remove(target_location)
+    def _remove_target(self, target_location: str | None, source_location: str | None = None) -> None:
+        """Delete a target directory, unless it lies in the source zone (in a configured source
+        directory, or in ``source_location``, the source object's own): a target left pointing
+        at the source's files (by an older replicator) must not have them deleted by a drop."""
+        if self.mover is None or not target_location:
+            return
+        why = self.paths.refusal("a dropped object", source_location, target_location)
+        root = self.paths.source_root_of(target_location)
+        if why is not None or root is not None:
+            log.error(
+                "policy %s: not deleting %s on the target: it lies in zone %s (%s)",
+                self.name, target_location, self.policy.source, why or f"under {root}",
+            )  # fmt: skip
+            return
+        self.mover.remove(target_location)
 
     def _drop_target_partition(self, table: Table, values: list[str]) -> None:
         """Drop a partition of source ``table`` on the target, its files first when the table owns
@@ -563,7 +596,8 @@ class PolicyRunner:
         except NoSuchObjectException:
             if owns and _location(table):
                 keys = [k.name for k in table.partitionKeys or []]
-                self._remove_target(self.relocate(f"{_location(table)}/{make_part_name(keys, values)}"))
+                default = f"{_location(table)}/{make_part_name(keys, values)}"
+                self._remove_target(self.paths.relocate(default), default)
             return
         if owns:
             self._remove_target(_location(part))
@@ -632,9 +666,20 @@ class PolicyRunner:
 
     def apply(self, event: NotificationEvent, out: StepResult, msg: ev.Message | None = None) -> bool:
         """Apply one source event if it is in scope (data, then metadata); True when applied.
-        ``msg``: the event already decoded."""
+        ``msg``: the event already decoded. Raises LocationRefused naming the event and its object
+        when a location it would write to the target lies in the source zone."""
         if msg is None:
             msg = ev.parse_event(event)
+        try:
+            return self._apply_event(event, msg, out)
+        except LocationRefused as e:  # name the object the event is about
+            db, table = event_object(msg)
+            what = f"{db}.{table}" if table else f"database {db}"
+            why = self.paths.refusal(f"{what} (event {event.eventId}, {event.eventType})", e.source_location,
+                                     e.target_location)  # fmt: skip
+            raise LocationRefused(why or str(e), e.source_location, e.target_location) from None
+
+    def _apply_event(self, event: NotificationEvent, msg: ev.Message, out: StepResult) -> bool:
         db, table = event_object(msg)
         if isinstance(msg, ev.OpenTxn):
             return False
@@ -793,7 +838,7 @@ class PolicyRunner:
         want = self.relocate(_location(after))
         target = self.target_calls.get_table(after.dbName, after.tableName)
         got = _location(target)
-        if not want or not got or got.rstrip("/") == want.rstrip("/"):
+        if not want or not got or location_key(got) == location_key(want):
             if not after.partitionKeys:
                 self._sync(_location(after), out.data)
             return
@@ -804,7 +849,7 @@ class PolicyRunner:
             now = _location(self.target_calls.get_table(after.dbName, after.tableName)) or ""
         except NoSuchObjectException:
             now = ""
-        if _owns_data(target) and now.rstrip("/") != got.rstrip("/"):
+        if _owns_data(target) and (not now or location_key(now) != location_key(got)):
             self._remove_target(got)
 
     def _heal(self, db: str, table: str | None, out: StepResult) -> None:

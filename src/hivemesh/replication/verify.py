@@ -9,7 +9,8 @@ here: ``hivemesh replicate verify --repair`` re-runs a bootstrap with pruning.
 
 Compared, source against target:
 
-- databases: description, parameters, owner name and type, location (the source's relocated);
+- databases: description, parameters, owner name and type, location (the source's relocated;
+  locations compared in :func:`hivemesh.storage.locations.location_key` form);
 - functions of the databases: class name, function type, resource URIs, owner name;
 - tables: table type, owner, storage descriptor (columns, input/output formats, compressed,
   number of buckets, SerDe library and parameters, bucket and sort columns, location relocated),
@@ -26,6 +27,11 @@ Compared, source against target:
   each partition of a partitioned one, on both sides (:func:`hivemesh.storage.copy.list_tree`:
   hidden temporaries of running copies are skipped): a file is missing, extra, or different in
   size or (for equal sizes) MD5.
+
+A target database, table or partition whose location lies in the source zone (is, or is under,
+the source object's own location or one of the ``source_zone`` directories) is reported as
+``different`` too, whatever the relocation says: a drop with ``deleteData`` on the target would
+delete the source's files.
 
 The target is expected in the policy's Hive form (``format: hive``); the contents of a missing
 database or table are not reported one by one (the missing object says it all), nor are data files
@@ -51,7 +57,7 @@ from hivemesh.replication.data import ZoneStorage
 from hivemesh.replication.streaming import open_streaming_file_problem
 from hivemesh.replication.visibility import TxnSnapshot, target_relpath
 from hivemesh.storage.copy import FileState, checksum, list_tree
-from hivemesh.storage.locations import normalize_location
+from hivemesh.storage.locations import location_key, location_within
 
 __all__ = [
     "BOOKKEEPING_PARAMETERS",
@@ -181,7 +187,7 @@ def _parameters(params: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _location(location: str | None) -> str | None:
-    return normalize_location(location) if location else None
+    return location_key(location) if location else None
 
 
 def _sd_pairs(
@@ -223,6 +229,7 @@ class _Verifier:
         check_data: bool,
         propagate_drops: bool,
         progress: Callable[[str], None] | None,
+        source_zone: Sequence[str] = (),
     ):
         self.source = source
         self.target = target
@@ -232,6 +239,7 @@ class _Verifier:
         self.target_storage = target_storage
         self.check_data = check_data and policy.data == DataMode.COPY
         self.report_extra = propagate_drops
+        self.source_zone = tuple(source_zone)
         self.progress = progress
         self.out: list[Difference] = []
         self.txns = TxnSnapshot(lambda: ValidTxnList.from_open_txns(source.get_open_txns()))
@@ -241,6 +249,21 @@ class _Verifier:
         if kind == "extra" and not self.report_extra and obj != "file":
             return
         self.out.append(Difference(kind, obj, name, detail))
+
+    def in_source_zone(self, obj: str, name: str, source: str | None, target: str | None) -> None:
+        """Report target location ``target`` of ``obj`` ``name`` when it lies in the source zone:
+        at or under the source object's own location ``source``, or a ``source_zone`` directory."""
+        if not target:
+            return
+        inside = [d for d in (source, *self.source_zone) if d and location_within(target, d)]
+        if inside:
+            self.add(
+                "different",
+                obj,
+                name,
+                f"location: {target} is in the source zone (under {inside[0]}): a drop with deleteData "
+                "on the target would delete the source's files",
+            )
 
     def status(self, text: str) -> None:
         """Report what is being compared to the ``progress`` callback, if any."""
@@ -275,6 +298,7 @@ class _Verifier:
         )
         if detail:
             self.add("different", "database", name, detail)
+        self.in_source_zone("database", name, s.locationUri, t.locationUri)
         self.functions(name)
         src_tables = sorted(n for n in self.source.get_all_tables(name) if self.policy.matches_table(name, n))
         tgt_tables = {n for n in self.target.get_all_tables(name) if self.policy.matches_table(name, n)}
@@ -328,6 +352,7 @@ class _Verifier:
         )
         if detail:
             self.add("different", "table", qualified, detail)
+        self.in_source_zone("table", qualified, s.sd and s.sd.location, t.sd and t.sd.location)
         if s.tableType == VIRTUAL_VIEW:
             return
         self.column_statistics(db, name, s, t)
@@ -407,6 +432,7 @@ class _Verifier:
         )
         if detail:
             self.add("different", "partition", name, detail)
+        self.in_source_zone("partition", name, s.sd and s.sd.location, t.sd and t.sd.location)
         if self.check_data:
             self.files(name, s.sd and s.sd.location, t.sd and t.sd.location)
 
@@ -462,6 +488,7 @@ def compare(
     check_data: bool = True,
     propagate_drops: bool | None = None,
     progress: Callable[[str], None] | None = None,
+    source_zone: Sequence[str] = (),
 ) -> list[Difference]:
     """Every difference between the objects of ``policy``'s scope on ``source`` and on ``target``
     (see the module docstring for what is compared; partition column statistics are not).
@@ -473,7 +500,9 @@ def compare(
     copy`` policies). ``propagate_drops``: whether the target should lack what the source lacks
     (default: the policy's); when False, databases, tables, partitions, functions and column
     statistics only the target has are not reported (extra files still are). ``progress``: called
-    with a short status line as the walk goes.
+    with a short status line as the walk goes. ``source_zone``: directories of the source zone
+    (:attr:`hivemesh.replication.paths.PolicyPaths.source_roots`); a target location in one of
+    them, or in its source object's own location, is a difference.
 
     Returns the differences sorted by object (:data:`OBJECTS` order) and name; ``[]`` when the
     target matches. Raises the clients' Thrift exceptions (TException) and OSError for storage
@@ -489,6 +518,7 @@ def compare(
         check_data,
         policy.propagate_drops if propagate_drops is None else propagate_drops,
         progress,
+        source_zone,
     )
     verifier.run()
     return sorted(verifier.out, key=lambda d: (_ORDER.get(d.object, len(_ORDER)), d.name, d.kind, d.detail))

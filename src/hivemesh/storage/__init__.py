@@ -5,14 +5,20 @@ hivemesh's own databases (:mod:`hivemesh.storage.sql`). Lower layers: :mod:`hive
 :mod:`hivemesh.config` only."""
 
 from hivemesh.storage.locations import (
+    DEFAULT_PORTS,
+    clean_location,
     delete_dir,
     delete_path,
     exists,
     is_subdir,
     join_location,
+    key_relpath,
     list_dir,
     list_files,
     local_path,
+    location_key,
+    location_relpath,
+    location_within,
     make_dirs,
     move_dir,
     normalize_location,
@@ -24,14 +30,20 @@ from hivemesh.storage.locations import (
 )
 
 __all__ = [
+    "DEFAULT_PORTS",
+    "clean_location",
     "delete_dir",
     "delete_path",
     "exists",
     "is_subdir",
     "join_location",
+    "key_relpath",
     "list_dir",
     "list_files",
     "local_path",
+    "location_key",
+    "location_relpath",
+    "location_within",
     "make_dirs",
     "move_dir",
     "normalize_location",

@@ -41,6 +41,8 @@ def local_path(location: str) -> str:
 def _clean_path(path: str) -> str:
     """``/a/./b/../c/`` -> ``/a/c``: ``.`` and ``..`` segments resolved, repeated and trailing
     slashes dropped (never above the root)."""
+    if path.startswith("/") and "//" not in path and "/." not in path and not path.endswith("/"):
+        return path  # already clean (the common case)
     cleaned = posixpath.normpath("/" + path.lstrip("/"))
     return "/" if cleaned in ("/", "//") else cleaned.lstrip("/").join(("/", ""))
 
@@ -64,6 +66,84 @@ def normalize_location(location: str) -> str:
         cleaned = _clean_path(path)
         return f"{scheme}://{authority}{'' if cleaned == '/' else cleaned}"
     return location.rstrip("/") if len(location) > 1 else location
+
+
+DEFAULT_PORTS: dict[str, str] = {"hdfs": "8020"}
+"""Schemes whose authority names the same file system with or without its default port:
+``hdfs://nn/x`` is ``hdfs://nn:8020/x`` (the NameNode's default RPC port); ``hdfs://nn:9000/x`` is
+neither of them."""
+
+
+def _location_parts(location: str) -> tuple[str, str, str]:
+    """``(scheme, authority, path)`` of a location in the form :func:`clean_location` describes."""
+    head = location.split("/", 1)[0]
+    if ":" not in head:  # a plain path (a colon only after the first slash is part of the path)
+        return "file", "", _clean_path(os.path.abspath(location))
+    scheme, rest = location.split(":", 1)
+    scheme = scheme.lower()
+    if scheme == "file":
+        return "file", "", _clean_path(local_path("file:" + rest))
+    authority = ""
+    if rest.startswith("//"):
+        authority, slash, path = rest[2:].partition("/")
+        rest = slash + path
+    return scheme, authority, _clean_path(rest)
+
+
+def _join_parts(scheme: str, authority: str, path: str) -> str:
+    if scheme == "file":
+        return "file:" + path
+    if not authority:
+        return f"{scheme}:{path}"
+    return f"{scheme}://{authority}{'' if path == '/' else path}"
+
+
+def clean_location(location: str) -> str:
+    """``location`` as Hadoop's ``Path`` makes it: a plain path is a local one (``/data/wh`` ->
+    ``file:/data/wh``, a relative path made absolute against the working directory, symbolic links
+    left alone); ``file:///x``, ``file://localhost/x`` and ``file:/x`` -> ``file:/x``; the scheme
+    lower case (``HDFS://NN:8020/x`` -> ``hdfs://NN:8020/x``: the authority is kept as written, an
+    HA nameservice or a legacy bucket may need its case); ``.``, ``..``, repeated and trailing
+    slashes removed from the path. Nothing is percent-decoded and the port is kept as written.
+    Pure (no file system access); never raises."""
+    return _join_parts(*_location_parts(location))
+
+
+def location_key(location: str) -> str:
+    """The normal form in which locations are compared (one directory, one key): as
+    :func:`clean_location`, the authority in lower case (Hadoop compares it ignoring case) and a
+    port that is its scheme's default (:data:`DEFAULT_PORTS`) left out, so ``hdfs://nn/x``,
+    ``hdfs://NN:8020/x/`` and ``hdfs://nn:8020/x`` share the key ``hdfs://nn/x`` while
+    ``hdfs://nn:9000/x`` keeps its own. Only for comparing: a location written to a metastore
+    keeps its authority as written. Pure; never raises."""
+    scheme, authority, path = _location_parts(location)
+    authority = authority.lower()
+    port = DEFAULT_PORTS.get(scheme)
+    if port is not None and authority.endswith(":" + port):
+        authority = authority[: -len(port) - 1]
+    return _join_parts(scheme, authority, path)
+
+
+def location_relpath(location: str, prefix: str) -> str | None:
+    """Where ``location`` lies relative to directory location ``prefix``, both compared in their
+    :func:`location_key` form (on path boundaries: ``file:/w/ab`` is not under ``file:/w/a``):
+    ``""`` when they are the same directory, ``"db.db/t"`` when below it, None when outside."""
+    return key_relpath(location_key(location), location_key(prefix))
+
+
+def key_relpath(key: str, prefix_key: str) -> str | None:
+    """:func:`location_relpath` of two locations already in :func:`location_key` form (for
+    callers that compare many locations against the same prefixes)."""
+    if key == prefix_key:
+        return ""
+    boundary = prefix_key if prefix_key.endswith("/") else prefix_key + "/"
+    return key[len(boundary) :] if key.startswith(boundary) else None
+
+
+def location_within(location: str | None, prefix: str | None) -> bool:
+    """True when ``location`` is directory ``prefix`` or lies below it (:func:`location_relpath`);
+    False when either is empty."""
+    return bool(location) and bool(prefix) and location_relpath(location or "", prefix or "") is not None
 
 
 def join_location(base: str, *parts: str) -> str:

@@ -49,12 +49,13 @@ from hivemesh.acid.tables import is_insert_only, is_transactional, table_file_fo
 from hivemesh.hive import event_messages as ev
 from hivemesh.hive.events import ABORT_TXN, ALLOC_WRITE_ID_EVENT, COMMIT_TXN, OPEN_TXN
 from hivemesh.hive.txn_lists import LONG_MAX, ValidTxnList, ValidWriteIdList
-from hivemesh.metastore.replay import Replayer, relocator_for
+from hivemesh.metastore.replay import Replayer
 from hivemesh.replication.config import PolicyConfig, ReplicationFile, ZoneConfig
 from hivemesh.replication.data import SyncResult, ZoneStorage
 from hivemesh.replication.delta.files import FileLayout, acid_units, plain_units
 from hivemesh.replication.delta.replica import DeltaReplica, PartitionSource, ReplicaSync
 from hivemesh.replication.delta.schema import UnsupportedSchemaError, arrow_type, delta_schema
+from hivemesh.replication.paths import LocationRefused
 from hivemesh.replication.runner import (
     LEASE_MS,
     LOOKBACK_EVENTS,
@@ -67,6 +68,7 @@ from hivemesh.replication.runner import (
 )
 from hivemesh.replication.scope import Scope, event_object
 from hivemesh.replication.state import ReplicationStore
+from hivemesh.storage.locations import location_key
 
 __all__ = ["DeltaPolicyRunner", "delta_storage_options", "replica_table"]
 
@@ -250,8 +252,8 @@ class DeltaPolicyRunner:
         self.target = connect_zone(policy.name, policy.target, self.target_zone, timeout_s)
         self.source_calls = ThriftCalls(self.source)
         self.target_calls = ThriftCalls(self.target)
-        paths = policy.paths or {self.source_zone.warehouse: self.target_zone.warehouse}
-        self.relocate = relocator_for(paths)
+        self.paths = config.paths(policy)
+        self.relocate = self.paths.relocate_checked  # every location written: never into the source zone
         self.replayer = Replayer(
             self.target_calls, repl_policy=f"hivemesh.{policy.name}", relocate=self.relocate
         )
@@ -310,15 +312,10 @@ class DeltaPolicyRunner:
 
     def replica(self, table: Table) -> DeltaReplica:
         """The Delta replica of source ``table`` (at its relocated location)."""
-        location = self.relocate(table.sd.location)
+        # the rule of hivemesh.replication.paths: never into the source zone (LocationRefused)
+        location = self.paths.relocate_checked(table.sd.location, f"table {table.dbName}.{table.tableName}")
         if not location:
             raise ReplicationError(f"{table.dbName}.{table.tableName} has no location")
-        if location.rstrip("/") == table.sd.location.rstrip("/"):
-            raise ReplicationError(
-                f"policy {self.name}: {table.dbName}.{table.tableName} is at {table.sd.location}, under no "
-                "source prefix of the policy's paths (or the source zone's warehouse): refusing to write its "
-                "Delta replica into the source table's own directory"
-            )
         fs, root = self.target_storage.resolve(location)
         rc = self.config.replication
         return DeltaReplica(
@@ -347,7 +344,7 @@ class DeltaPolicyRunner:
                     "table that is not a Delta table; not replacing it"
                 ) from None
             if (
-                existing.sd.location.rstrip("/") != location.rstrip("/")
+                location_key(existing.sd.location or "") != location_key(location)
                 or existing.parameters != entry.parameters
             ):
                 entry.parameters = {**(existing.parameters or {}), **entry.parameters}
@@ -537,8 +534,9 @@ class DeltaPolicyRunner:
         return pa.concat_tables([t.cast(plain) for t in parts]) if parts else plain.empty_table()
 
     def compare(self, check_data: bool = True) -> list[Any]:
-        """Differences of every replica from its source table (registration, schema, partitions,
-        and with ``check_data`` the rows by checksum) as :class:`~hivemesh.replication.verify.Difference`."""
+        """Differences of every replica from its source table (registration, a location outside
+        the source zone, schema, partitions, and with ``check_data`` the rows by checksum) as
+        :class:`~hivemesh.replication.verify.Difference`."""
         from hivemesh.replication.delta.schema import field_signatures
         from hivemesh.replication.delta.verify import read_delta, rows_digest
         from hivemesh.replication.verify import Difference
@@ -565,7 +563,17 @@ class DeltaPolicyRunner:
                         Difference("different", "table", full, "the target table is not a Delta table")
                     )
                     continue
-                replica = self.replica(table)
+                why = self.paths.refusal(f"table {full}", table.sd.location, entry.sd and entry.sd.location)
+                if why is not None:  # registered at the source's files (by hand, or an older replicator)
+                    diffs.append(
+                        Difference("different", "table", full, f"location in the source zone: {why}")
+                    )
+                    continue
+                try:
+                    replica = self.replica(table)
+                except LocationRefused as e:
+                    diffs.append(Difference("different", "table", full, f"location: {e}"))
+                    continue
                 if not replica.exists():
                     diffs.append(Difference("missing", "table", full, f"no Delta table at {replica.uri}"))
                     continue
