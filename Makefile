@@ -6,6 +6,10 @@ RUN_STAMP := $(VENV)/.installed-run
 STAMP  := $(VENV)/.installed
 # The fast loop: everything but the JVM peers (Spark, the Java metastores, Hive streaming, Trino).
 QUICK  := not spark and not javahms and not hive4 and not hive_streaming and not trino
+# Two pytest-xdist workers: most tests wait on servers and peers rather than compute. Tests run in
+# groups (tests/conftest.py): each JVM peer's tests on one worker, the others file by file.
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 .PHONY: run test test-quick lint bench docs clean
 
@@ -33,10 +37,10 @@ run: $(RUN_STAMP)  ## the main job: TPC-H through Spark on a hivemesh metastore 
 
 test: $(STAMP)  ## the whole test suite (installs the Debian packages it needs when run as root)
 	./scripts/test-deps.sh
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 test-quick: $(STAMP)  ## the tests without JVM peers: a few minutes, for development
-	$(BIN)/python -m pytest -m "$(QUICK)"
+	$(PYTEST) -m "$(QUICK)"
 
 lint: $(STAMP)  ## style, the layer contract (pyproject.toml [tool.importlinter]) and types of the lower layers
 	$(BIN)/ruff check src tests bench

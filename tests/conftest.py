@@ -200,7 +200,7 @@ _FIXTURE_MARKS = {"spark": "spark", "spark_metastore": "spark", "hive4": "hive4"
 # JVM peer a group of its own, so it starts on one worker only (one SparkSession per JVM, and the
 # Spark tests' order of backends kept), every other test with the rest of its file, so module
 # fixtures start once.
-_JVM_GROUPS = ("spark", "hive4")
+_JVM_GROUPS = ("spark", "proxy_spark", "hive4")
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -212,18 +212,23 @@ def pytest_itemcollected(item: pytest.Item) -> None:
             item.add_marker(mark)
     if item.get_closest_marker("xdist_group") is None:
         group = next((g for g in _JVM_GROUPS if item.get_closest_marker(g) is not None), item.path.name)
-        item.add_marker(pytest.mark.xdist_group(group))
+        item.add_marker(pytest.mark.xdist_group("spark" if group == "proxy_spark" else group))
 
 
-def _order(item: pytest.Item) -> int:
-    """0: most tests; 1: Spark tests on PostgreSQL (their own SparkSession, built once after the
-    SQLite one is done); 2: ``proxy_spark`` tests, which stop the shared SparkSession."""
+def _order(item: pytest.Item) -> tuple[int, int]:
+    """The longest group first, so that pytest-xdist hands it out first (``--no-loadscope-reorder``
+    keeps this order): (0, ...) the Spark tests, (1, 0) the Hive 4 ones, (2, 0) the rest. Within
+    the Spark tests: (0, 0) on the shared SparkSession, (0, 1) on PostgreSQL (a SparkSession of its
+    own, built once after the SQLite one is done), (0, 2) ``proxy_spark`` tests, which stop the
+    shared SparkSession."""
     if item.get_closest_marker("proxy_spark") is not None:
-        return 2
+        return 0, 2
     callspec = getattr(item, "callspec", None)
     if callspec is not None and callspec.params.get("spark_store_url") == "postgres":
-        return 1
-    return 0
+        return 0, 1
+    if item.get_closest_marker("spark") is not None:
+        return 0, 0
+    return (1, 0) if item.get_closest_marker("hive4") is not None else (2, 0)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
