@@ -1132,6 +1132,8 @@ HIVE4_ONLY: dict[str, frozenset[str]] = {
 VOLATILE = frozenset({"createTime", "lastAccessTime", "id", "writeId", "catName", "catalogName"})
 # Times kept as "<time>" when set (so that a missing value still shows).
 TIMES = frozenset({"lastAnalyzed", DDL_TIME})
+# Hive 3+ keeps this with numFiles and totalSize (as hivemesh does); Hive 2.3 did not
+EC_FILES = "numFilesErasureCoded"
 
 
 def normalise(value: Any, roots: dict[str, str]) -> Any:
@@ -1150,8 +1152,8 @@ def normalise(value: Any, roots: dict[str, str]) -> Any:
             v = getattr(value, spec[2])
             out[spec[2]] = "<time>" if spec[2] in TIMES and v is not None else normalise(v, roots)
         return out
-    if isinstance(value, dict):
-        return {k: "<time>" if k in TIMES else normalise(v, roots) for k, v in value.items()}
+    if isinstance(value, dict):  # numFilesErasureCoded: a quick statistic Hive 2.3 did not have
+        return {k: "<time>" if k in TIMES else normalise(v, roots) for k, v in value.items() if k != EC_FILES}
     if isinstance(value, list | tuple):
         return [normalise(v, roots) for v in value]
     if isinstance(value, str):
