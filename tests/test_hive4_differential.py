@@ -564,6 +564,21 @@ def merge_statistics(c: Any, r: Recorder, db: str) -> None:
     results.append(put("mp", True, _stats_obj("a", 0, 20, 3, 7), _stats_obj("b", 1, 1, 0, 1)))
     r("merge stats, partition", lambda: stored("mp"))
     r("merge stats, results", lambda: results)
+    # set_aggr_stats_for (no merge) on a partition without COLUMN_STATS_ACCURATE: see KNOWN
+    c.add_partition(T.Partition(values=["2"], dbName=db, tableName="mp", sd=_sd(), parameters={}))
+    two = T.ColumnStatisticsDesc(isTblLevel=False, dbName=db, tableName="mp", partName="p=2")
+    c.set_aggr_stats_for(
+        T.SetPartitionsStatsRequest(
+            colStats=[
+                T.ColumnStatistics(statsDesc=two, statsObj=[_stats_obj("a", 1, 2, 0, 2)], engine="hive")
+            ],
+            engine="hive",
+        )
+    )
+    r(
+        "set_aggr_stats_for partition, accuracy",
+        lambda: c.get_partition(db, "mp", ["2"]).parameters.get("COLUMN_STATS_ACCURATE"),
+    )
 
 
 # Deliberate differences: label -> (why, hivemesh's answer, Hive 4.2's answer).
@@ -601,6 +616,14 @@ KNOWN: dict[str, tuple[str, Any, Any]] = {
         "MetaException",
     ),
     "aggr stats, missing partition": (_AGGR_BUG, [[_long_obj(1, 10, 1, 10)], 1], "MetaException"),
+    "set_aggr_stats_for partition, accuracy": (
+        "Hive 4.2's batch update of partition statistics (set_aggr_stats_for, by direct SQL) also "
+        "marks the basic statistics of a partition without COLUMN_STATS_ACCURATE accurate, which "
+        "update_partition_column_statistics does not; hivemesh marks the columns only, since "
+        "BASIC_STATS=true lets Hive answer count(*) from a numRows that nobody set",
+        '{"COLUMN_STATS":{"a":"true"}}',
+        '{"BASIC_STATS":"true","COLUMN_STATS":{"a":"true"}}',
+    ),
     "merge stats, results": (
         "set_aggr_stats_for with needMerge of partition statistics: Hive 4.2 answers false when it "
         "stores them by direct SQL (its result is set on the JDO path only); hivemesh answers true",
