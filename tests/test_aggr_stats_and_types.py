@@ -12,7 +12,7 @@ from decimal import Decimal as PyDecimal
 import pytest
 from hive_metastore import ttypes as T
 
-from hivemesh.hive import aggr_stats, column_types
+from hivemesh.hive import aggr_stats, column_types, stats_merge
 from hivemesh.hive.aggr_stats import PartitionStats, aggregate_column, decimal_of, stat_values
 
 
@@ -183,3 +183,48 @@ def test_type_check_names_columns_and_spares_exempt_serdes() -> None:
         column_types.check_type_changes(old, new, "org.apache.hadoop.hive.ql.io.orc.OrcSerde")
     assert e.value.message.endswith(":\nx")
     column_types.check_type_changes(old, new, "org.apache.iceberg.mr.hive.HiveIcebergSerDe")
+
+
+def test_merge_of_every_statistics_kind() -> None:
+    """set_aggr_stats_for with needMerge: the differential merges int columns; the other kinds."""
+    d = T.ColumnStatisticsData
+    merge = stats_merge.merge_stats_data
+    old_dec = d(decimalStats=T.DecimalColumnStatsData(_dec("-1.50"), _dec("9.25"), 1, 4))
+    new_dec = d(decimalStats=T.DecimalColumnStatsData(_dec("0.5"), _dec("12"), 2, 3))
+    got = merge(new_dec, old_dec).decimalStats
+    assert (decimal_of(got.lowValue), decimal_of(got.highValue), got.numNulls, got.numDVs) == (
+        PyDecimal("-1.50"), PyDecimal("12"), 3, 4,
+    )  # fmt: skip
+    got = merge(
+        d(dateStats=T.DateColumnStatsData(T.Date(100), None, 0, 2)),
+        d(dateStats=T.DateColumnStatsData(T.Date(50), T.Date(70), 1, 5)),
+    ).dateStats
+    assert (got.lowValue.daysSinceEpoch, got.highValue.daysSinceEpoch, got.numNulls, got.numDVs) == (
+        50,
+        70,
+        1,
+        5,
+    )
+    got = merge(
+        d(doubleStats=T.DoubleColumnStatsData(0.5, 2.5, 0, 3)),
+        d(doubleStats=T.DoubleColumnStatsData(1.0, 9.0, 4, 1)),
+    ).doubleStats
+    assert (got.lowValue, got.highValue, got.numNulls, got.numDVs) == (0.5, 9.0, 4, 3)
+    got = merge(
+        d(stringStats=T.StringColumnStatsData(5, 2.5, 1, 10)),
+        d(stringStats=T.StringColumnStatsData(9, 1.5, 2, 4)),
+    ).stringStats
+    assert (got.maxColLen, got.avgColLen, got.numNulls, got.numDVs) == (9, 2.5, 3, 10)
+    got = merge(
+        d(binaryStats=T.BinaryColumnStatsData(3, 1.0, 0)), d(binaryStats=T.BinaryColumnStatsData(2, 2.0, 5))
+    ).binaryStats
+    assert (got.maxColLen, got.avgColLen, got.numNulls) == (3, 2.0, 5)
+    got = merge(
+        d(booleanStats=T.BooleanColumnStatsData(1, 2, 3)),
+        d(booleanStats=T.BooleanColumnStatsData(10, 20, 30)),
+    ).booleanStats
+    assert (got.numTrues, got.numFalses, got.numNulls) == (11, 22, 33)
+    # different kinds (the column's type changed): the new statistics as they are, unchanged inputs
+    new = _long(1, 2, 0, 2)
+    assert merge(new, d(stringStats=T.StringColumnStatsData(9, 1.5, 2, 4))) == new
+    assert merge(new, _long(-5, 0, 1, 1)) == _long(-5, 2, 1, 2) and new == _long(1, 2, 0, 2)

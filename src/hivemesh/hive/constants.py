@@ -27,6 +27,7 @@ DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
 STATS_GENERATED = "STATS_GENERATED"
 COLUMN_STATS_ACCURATE = "COLUMN_STATS_ACCURATE"
 NUM_FILES, TOTAL_SIZE = "numFiles", "totalSize"
+NUM_ERASURE_CODED_FILES = "numFilesErasureCoded"  # Hive 3+: files stored with HDFS erasure coding
 
 # SerDes and formats
 ORC_SERDE = "org.apache.hadoop.hive.ql.io.orc.OrcSerde"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import getpass
 import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -40,13 +42,22 @@ def validate_name(name: str | None) -> bool:
     return bool(name) and len(name) <= MAX_NAME_LENGTH and bool(_NAME.match(name))
 
 
-def calling_user() -> str | None:
-    """The user of the calling connection (its ``set_ugi``), None when it sent none.
+@functools.cache
+def server_user() -> str | None:
+    """The user name the metastore process runs as (None when the system cannot say)."""
+    try:
+        return getpass.getuser() or None
+    except (KeyError, OSError):  # no USER/LOGNAME and no passwd entry for the uid
+        return None
 
-    Hive 3/4 take the UGI's user, which without ``set_ugi`` is the server's own; hivemesh then
-    leaves it to the caller (None), as Hive 2.3 leaves a database's owner unset.
+
+def calling_user() -> str | None:
+    """The user of the calling connection (its ``set_ugi`` or Kerberos user), else the server's.
+
+    As Hive 3/4, which take the UGI's user: without ``set_ugi`` that is the metastore process's own
+    user (:func:`server_user`). (Hive 2.3 left a database created without an owner unowned.)
     """
-    return connection().user or None
+    return connection().user or server_user()
 
 
 def request_user(given: str | None) -> str:

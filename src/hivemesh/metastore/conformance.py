@@ -153,7 +153,7 @@ class ConformanceMixin(CatalogBase):
         missing database and MetaException for a filter that does not parse or names another field.
         """
         try:
-            expr = partition_filter.parse_filter(filter)
+            expr = partition_filter.parse_filter(filter, keep_case=True)
         except partition_filter.FilterError as e:
             raise MetaException(f"Error parsing partition filter: {e}") from e
         keys = partition_filter.referenced_keys(expr)

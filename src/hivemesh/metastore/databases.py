@@ -76,8 +76,8 @@ class DatabaseMixin(CatalogBase):
     def create_database(self, database: Database) -> None:
         """Create a database; raises AlreadyExistsException, InvalidObjectException (bad name).
 
-        Without ``ownerName`` the calling user (the connection's ``set_ugi`` user) owns it, as in
-        Hive 3/4; without either the owner stays unset, as in Hive 2.3.
+        Without ``ownerName`` the calling user (the connection's ``set_ugi`` user, else the user the
+        metastore runs as) owns it, as in Hive 3/4.
         """
         cat = (database.catalogName or "hive").lower()
         name = (database.name or "").lower()
@@ -140,8 +140,14 @@ class DatabaseMixin(CatalogBase):
         return self.get_databases(None)
 
     def get_databases(self, pattern: str | None) -> list[str]:
-        """Database names matching a Hive pattern (``*``, ``|``); ``@cat#pattern`` selects a catalog."""
+        """Database names matching a Hive pattern (``*``, ``|``); ``@cat#pattern`` selects a catalog.
+
+        An empty pattern (``""`` or ``@cat#!``) matches no name, as in Hive 4; ``None`` or ``@cat#``
+        lists every database of the catalog.
+        """
         cat, pat = parse_db_name(pattern) if pattern is not None else ("hive", None)
+        if pat == "":
+            return []
         with self.read_statement() as conn:
             names = conn.execute(
                 sa.select(DBS.c.NAME).where(cat == DBS.c.CTLG_NAME).order_by(DBS.c.NAME)

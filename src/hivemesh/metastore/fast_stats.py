@@ -1,4 +1,5 @@
-"""Hive's "fast stats": ``numFiles`` and ``totalSize`` kept in table and partition parameters.
+"""Hive's "fast stats": ``numFiles`` and ``totalSize`` kept in table and partition parameters
+(with Hive 3+'s ``numFilesErasureCoded``, always 0 here: no file is stored with HDFS erasure coding).
 
 The Java HMS (``hive.stats.autogather``, on by default) lists a table's or partition's files when
 it is created over an existing directory, added, or altered, and stores the count and total size;
@@ -16,6 +17,7 @@ from hivemesh import storage
 from hivemesh.hive.constants import (
     COLUMN_STATS_ACCURATE,
     DO_NOT_UPDATE_STATS,
+    NUM_ERASURE_CODED_FILES,
     NUM_FILES,
     STATS_GENERATED,
     TOTAL_SIZE,
@@ -56,7 +58,8 @@ def require_cal_stats(
 def update_fast(
     params: dict[str, str], location: str | None, env: Mapping[str, str] | None, new_dir: bool, force: bool
 ) -> None:
-    """Set ``numFiles``/``totalSize`` in ``params`` from a listing of ``location`` (in place).
+    """Set ``numFiles``/``totalSize`` in ``params`` from a listing of ``location`` (in place), and
+    ``numFilesErasureCoded`` to 0 as Hive 3+ does (Hive 2.3 had no such key).
 
     Nothing happens for a directory the metastore is about to create (``new_dir``), when the
     parameters already hold both values and ``force`` is off, or when the storage cannot be listed.
@@ -75,6 +78,7 @@ def update_fast(
     if stats is None:
         return
     params[NUM_FILES], params[TOTAL_SIZE] = str(stats[0]), str(stats[1])
+    params[NUM_ERASURE_CODED_FILES] = "0"  # as Hive 3+ writes it for files without erasure coding
     if (env or {}).get(STATS_GENERATED) == "TASK":
         _set_basic_stats_accurate(params)
     else:

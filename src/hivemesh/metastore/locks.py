@@ -132,6 +132,11 @@ def lock_id_text(ext_id: int) -> str:
     return f"lockid:{ext_id}"
 
 
+def _java_str(value: object) -> str:
+    """``value`` as Java's string concatenation writes it into a message (None is ``null``)."""
+    return "null" if value is None else str(value)
+
+
 @dataclass(frozen=True)
 class Component:
     """One lock component as stored: ``table``/``partition`` are None above their level."""
@@ -466,8 +471,9 @@ class LockMixin(CatalogBase):
             if first.txn_id and any(c.state == ACQUIRED for c in comps):
                 raise TxnOpenException(
                     "Unlocking locks associated with transaction not permitted.  "
-                    f"{lock_id_text(ext_id)} intLockId:{first.int_id} txnid:{first.txn_id} db:{first.db} "
-                    f"table:{first.table} partition:{first.partition} state:ACQUIRED "
+                    f"{lock_id_text(ext_id)} intLockId:{first.int_id} txnid:{first.txn_id} "
+                    f"db:{_java_str(first.db)} table:{_java_str(first.table)} "
+                    f"partition:{_java_str(first.partition)} state:ACQUIRED "
                     f"type:{LockType._VALUES_TO_NAMES[_CODE_TYPES[first.type_code]]}"
                 )
             conn.execute(HIVE_LOCKS.delete().where(HIVE_LOCKS.c.HL_LOCK_EXT_ID == ext_id))

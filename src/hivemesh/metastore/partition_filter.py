@@ -196,7 +196,11 @@ class _Literal:
 
 
 class _Builder(Transformer[Token, Any]):
-    """Turns lark's parse tree into :data:`Expr` nodes."""
+    """Turns lark's parse tree into :data:`Expr` nodes (key names lower-cased unless ``keep_case``)."""
+
+    def __init__(self, keep_case: bool = False) -> None:
+        super().__init__()
+        self.keep_case = keep_case
 
     def or_expr(self, items: list[Any]) -> Or:
         r"""``a OR b OR ...`` -> Or."""
@@ -215,10 +219,11 @@ class _Builder(Transformer[Token, Any]):
         return items[1]  # LPAR or_expr RPAR
 
     def key(self, items: list[Token]) -> str:
-        r"""A partition key name, lower-cased; backquotes removed (``` `a``b` ``` -> ``a`b``)."""
+        r"""A partition key name, lower-cased (unless ``keep_case``); backquotes removed
+        (``` `a``b` ``` -> ``a`b``)."""
         tok = items[0]
         name = tok[1:-1].replace("``", "`") if tok.type == "QIDENT" else str(tok)
-        return name.lower()
+        return name if self.keep_case else name.lower()
 
     def literal(self, items: list[Token]) -> _Literal:
         r"""A string, date or integer/decimal literal; FilterError for a number outside BIGINT."""
@@ -318,8 +323,11 @@ def _parser() -> Lark:
     return Lark(_GRAMMAR, parser="lalr", lexer="contextual", maybe_placeholders=False)
 
 
-def parse_filter(text: str | None) -> Expr | None:
+def parse_filter(text: str | None, keep_case: bool = False) -> Expr | None:
     """Parse a Hive partition filter.
+
+    Key names are lower-cased (partition keys are case-insensitive) unless ``keep_case``: the table
+    filters of ``get_table_names_by_filter`` name table parameters, whose keys are case-sensitive.
 
     Returns ``None`` for an empty or blank filter, which means "all partitions" (every function here
     accepts ``None`` that way). Raises :class:`FilterError` with the column, what was found and what
@@ -331,7 +339,7 @@ def parse_filter(text: str | None) -> Expr | None:
         raise FilterError(f"filter of {len(text)} characters; at most {MAX_FILTER_CHARS} are accepted")
     try:
         tree = _parser().parse(text)
-        expr: Expr = _Builder().transform(tree)
+        expr: Expr = _Builder(keep_case).transform(tree)
         terms = term_count(expr)
         if terms > MAX_FILTER_TERMS:
             raise FilterError(

@@ -31,7 +31,7 @@ from hivemesh.hive import events
 from hivemesh.hive.constants import now_s
 from hivemesh.hive.hms_methods import argument_problem, positional_args
 from hivemesh.hive.names import db_ref, make_part_name, split_part_name, unescape_path_name
-from hivemesh.metastore import fast_stats, partition_filter, partition_wire, rows
+from hivemesh.metastore import fast_stats, partition_filter, partition_wire, rows, statistics
 from hivemesh.metastore.base import CatalogBase, Tx, env_props, java_list
 from hivemesh.metastore.schema import (
     DBS,
@@ -540,10 +540,27 @@ class PartitionMixin(CatalogBase):
             return out
 
     def get_partitions_by_names_req(self, req: Any) -> GetPartitionsByNamesResult:
-        """Hive 3/4 GetPartitionsByNamesRequest form."""
-        return GetPartitionsByNamesResult(
-            partitions=self.get_partitions_by_names(req.db_name, req.tbl_name, req.names)
-        )
+        """Hive 3/4 GetPartitionsByNamesRequest form. With ``get_col_stats`` each partition that has
+        column statistics (of ``engine``, default ``hive``) carries them in ``colStats``, as in Hive 4.
+        Raises as :meth:`get_partitions_by_names`."""
+        parts = self.get_partitions_by_names(req.db_name, req.tbl_name, req.names)
+        if parts and getattr(req, "get_col_stats", None):
+            with self.read() as conn:
+                info = self._table_info(conn, req.db_name, req.tbl_name)
+                names = {info.part_name(p.values): p for p in parts}
+                ids = dict(
+                    conn.execute(
+                        sa.select(PARTITIONS.c.PART_ID, PARTITIONS.c.PART_NAME).where(
+                            info.id == PARTITIONS.c.TBL_ID, PARTITIONS.c.PART_NAME.in_(list(names))
+                        )
+                    ).all()
+                )
+                found = statistics.partition_statistics(
+                    conn, info.cat, info.db, info.name, ids, getattr(req, "engine", None)
+                )
+            for pid, cs in found.items():
+                names[ids[pid]].colStats = cs
+        return GetPartitionsByNamesResult(partitions=parts)
 
     @staticmethod
     def _lenient_spec(part_name: str) -> list[tuple[str, str]]:

@@ -533,8 +533,19 @@ def load_table_by_name(conn: sa.Connection, cat: str, db: str, tbl: str) -> Tabl
     return _table(base, ch, {})
 
 
+def table_write_id(stored: int | None, params: dict[str, str]) -> int:
+    """``Table.writeId`` as Hive 4 answers it: a transactional table never written to (stored 0)
+    has -1 (Hive keeps the writeId its client created it with, Thrift's default -1, until a write
+    sets one); other tables their stored value (0 unless set)."""
+    written = stored or 0
+    if written <= 0 and any(k.lower() == "transactional" and v.lower() == "true" for k, v in params.items()):
+        return -1
+    return written
+
+
 def _table(r: Any, ch: Children, cache: dict[int, list[FieldSchema]]) -> Table:
     """A Table from a :data:`_TABLE_BASE` row (by attribute) and its child rows."""
+    params = ch.params.get((TABLE_PARAM, r.TBL_ID), {})
     return Table(
         tableName=r.TBL_NAME,
         dbName=r.DB_NAME,
@@ -546,7 +557,7 @@ def _table(r: Any, ch: Children, cache: dict[int, list[FieldSchema]]) -> Table:
         partitionKeys=[
             FieldSchema(name=k, type=v, comment=c) for _, k, v, c in ch.ordered(PART_KEY, r.TBL_ID)
         ],
-        parameters=ch.params.get((TABLE_PARAM, r.TBL_ID), {}),
+        parameters=params,
         viewOriginalText=r.VIEW_ORIGINAL_TEXT,
         viewExpandedText=r.VIEW_EXPANDED_TEXT,
         tableType=r.TBL_TYPE,
@@ -554,7 +565,7 @@ def _table(r: Any, ch: Children, cache: dict[int, list[FieldSchema]]) -> Table:
         rewriteEnabled=bool(r.IS_REWRITE_ENABLED),
         catName=r.CTLG_NAME,
         ownerType=r.OWNER_TYPE if r.OWNER_TYPE is not None else PrincipalType.USER,
-        writeId=r.WRITE_ID,
+        writeId=table_write_id(r.WRITE_ID, params),
         id=r.TBL_ID,
     )
 

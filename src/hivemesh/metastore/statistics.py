@@ -27,7 +27,7 @@ from hive_metastore.ttypes import (
 from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
 from thrift.TSerialization import deserialize, serialize
 
-from hivemesh.hive import aggr_stats, events
+from hivemesh.hive import aggr_stats, events, stats_merge
 from hivemesh.hive.constants import COLUMN_STATS_ACCURATE, now_s
 from hivemesh.hive.names import db_ref, make_part_name, split_part_name
 from hivemesh.metastore import rows
@@ -99,6 +99,39 @@ def _dump(data: ColumnStatisticsData) -> str:
 
 def _load(text: str) -> ColumnStatisticsData:
     return deserialize(ColumnStatisticsData(), text.encode("utf-8"), _JSON)
+
+
+def partition_statistics(
+    conn: sa.Connection, cat: str, db: str, tbl: str, parts: dict[int, str], engine: str | None
+) -> dict[int, ColumnStatistics]:
+    """The column statistics of each partition of ``parts`` (``PART_ID`` -> partition name) that
+    has any, as Hive 4 fills ``Partition.colStats``: every column's statistics of ``engine``
+    (``hive`` when None), ``lastAnalyzed`` the latest of them."""
+    if not parts:
+        return {}
+    engine = engine or DEFAULT_ENGINE
+    q = (
+        sa.select(
+            PART_COL_STATS.c.PART_ID,
+            PART_COL_STATS.c.COLUMN_NAME,
+            PART_COL_STATS.c.COLUMN_TYPE,
+            PART_COL_STATS.c.STATS_DATA,
+            PART_COL_STATS.c.LAST_ANALYZED,
+        )
+        .where(PART_COL_STATS.c.PART_ID.in_(list(parts)), engine == PART_COL_STATS.c.ENGINE)
+        .order_by(PART_COL_STATS.c.PART_ID, PART_COL_STATS.c.COLUMN_NAME)
+    )
+    out: dict[int, ColumnStatistics] = {}
+    for pid, col, typ, data, analyzed in conn.execute(q):
+        cs = out.get(pid)
+        if cs is None:
+            desc = ColumnStatisticsDesc(
+                isTblLevel=False, dbName=db, tableName=tbl, partName=parts[pid], catName=cat
+            )
+            cs = out[pid] = ColumnStatistics(statsDesc=desc, statsObj=[], engine=engine)
+        cs.statsDesc.lastAnalyzed = max(cs.statsDesc.lastAnalyzed or 0, analyzed or 0)
+        cs.statsObj.append(ColumnStatisticsObj(colName=col, colType=typ, statsData=_load(data)))
+    return out
 
 
 class StatisticsMixin(CatalogBase):
@@ -247,15 +280,72 @@ class StatisticsMixin(CatalogBase):
 
     def set_aggr_stats_for(self, request: Any) -> bool:
         """Store a batch of ColumnStatistics (table or partition level by ``statsDesc.isTblLevel``)
-        in one transaction; one UPDATE_*_COL_STAT event per ColumnStatistics, as Hive 4. An invalid
-        entry (unknown table, partition or column) fails the call and stores none of them."""
+        in one transaction; one UPDATE_*_COL_STAT event per ColumnStatistics stored, as Hive 4.
+        With ``needMerge`` the statistics are merged into the stored ones, of the columns marked
+        accurate only (:meth:`_merged`); an entry left with no column stores nothing. An invalid
+        entry (unknown table, partition or column) fails the call and stores none of them
+        (NoSuchObjectException, MetaException, InvalidInputException without ``statsDesc``)."""
         write_id = request.writeId if getattr(request, "writeId", None) is not None else -1
+        merge = bool(getattr(request, "needMerge", False))
         with self.write() as tx:  # all or nothing: one bad ColumnStatistics leaves the others unset
             for cs in request.colStats or []:
                 if cs.statsDesc is None:
                     raise InvalidInputException("ColumnStatistics without statsDesc")
-                self._update_in(tx, cs, partition=not cs.statsDesc.isTblLevel, write_id=write_id)
+                partition = not cs.statsDesc.isTblLevel
+                if merge:
+                    cs = self._merged(tx.conn, cs, partition)
+                    if not cs.statsObj:
+                        continue
+                self._update_in(tx, cs, partition=partition, write_id=write_id)
         return True
+
+    def _merged(self, conn: sa.Connection, stats: ColumnStatistics, partition: bool) -> ColumnStatistics:
+        """``stats`` as ``set_aggr_stats_for`` with ``needMerge`` stores them (Hive 4's rules): only
+        the columns that ``COLUMN_STATS_ACCURATE`` of the table or partition marks accurate are
+        kept, each merged with the statistics stored for it (:mod:`hivemesh.hive.stats_merge`);
+        the others are dropped, since statistics of the new rows alone would understate the
+        whole. Raises NoSuchObjectException for a missing table or partition."""
+        desc = stats.statsDesc
+        row = self.table_row(conn, db_ref(desc.dbName, desc.catName), desc.tableName, for_update=True)
+        if partition:
+            owner = self._part_id(conn, row.TBL_ID, desc.partName or "", self._key_names(conn, row.TBL_ID))
+            params, stats_table, owner_col = PARTITION_PARAMS, PART_COL_STATS, "PART_ID"
+        else:
+            owner, params, stats_table, owner_col = row.TBL_ID, TABLE_PARAMS, TAB_COL_STATS, "TBL_ID"
+        text = conn.execute(
+            sa.select(params.c.PARAM_VALUE).where(
+                params.c[owner_col] == owner, params.c.PARAM_KEY == COLUMN_STATS_ACCURATE
+            )
+        ).scalar()
+        try:
+            state = json.loads(text) if text else {}
+        except ValueError:
+            state = {}
+        accurate = state.get("COLUMN_STATS") if isinstance(state, dict) else None
+        accurate = {str(c).lower() for c in accurate} if isinstance(accurate, dict) else set()
+        kept = [o for o in stats.statsObj or [] if o.colName.lower() in accurate]
+        engine = stats.engine or DEFAULT_ENGINE
+        old = {
+            o.colName: o.statsData
+            for o in self._objs(conn, stats_table, owner_col, [owner], [o.colName for o in kept], engine).get(
+                owner, []
+            )
+        }
+        merged = [
+            ColumnStatisticsObj(
+                colName=o.colName,
+                colType=o.colType,
+                statsData=(
+                    stats_merge.merge_stats_data(o.statsData, old[o.colName.lower()])
+                    if o.colName.lower() in old
+                    else o.statsData
+                ),
+            )
+            for o in kept
+        ]
+        return ColumnStatistics(
+            statsDesc=desc, statsObj=merged, isStatsCompliant=stats.isStatsCompliant, engine=stats.engine
+        )
 
     def _objs(
         self,

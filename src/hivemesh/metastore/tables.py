@@ -13,6 +13,7 @@ from hive_metastore.ttypes import (
     GetTablesResult,
     InvalidObjectException,
     InvalidOperationException,
+    MetaException,
     NoSuchObjectException,
     PrincipalType,
     StorageDescriptor,
@@ -40,6 +41,8 @@ from hivemesh.metastore.conformance import meta_conf
 from hivemesh.metastore.schema import DBS, PARTITION_KEYS, PARTITIONS, SDS, TAB_COL_STATS, TABLE_PARAMS, TBLS
 
 MANAGED, EXTERNAL, VIEW = MANAGED_TABLE, EXTERNAL_TABLE, VIRTUAL_VIEW
+# Hive's TableType enum (org.apache.hadoop.hive.metastore.TableType), Hive 3/4
+TABLE_TYPES = frozenset({MANAGED, EXTERNAL, VIEW, "MATERIALIZED_VIEW"})
 DDL_TIME = "transient_lastDdlTime"
 
 
@@ -345,11 +348,23 @@ class TableMixin(CatalogBase):
             ]
 
     def get_tables(self, db_name: str, pattern: str) -> list[str]:
-        """Table and view names of a database matching a Hive pattern; empty for a missing database."""
-        return self._table_names(db_name, pattern)
+        """Table and view names of a database matching a Hive pattern; empty for a missing database
+        and for an empty pattern (as Hive 4; ``None`` lists them all)."""
+        return [] if pattern == "" else self._table_names(db_name, pattern)
 
     def get_tables_by_type(self, db_name: str, pattern: str, tableType: str) -> list[str]:  # noqa: N803
-        """Like :meth:`get_tables`, only tables of ``tableType`` (e.g. VIRTUAL_VIEW)."""
+        """Like :meth:`get_tables`, only tables of ``tableType`` (e.g. VIRTUAL_VIEW).
+
+        Raises MetaException for a type that is not one of Hive's TableType names (case matters),
+        with the text of the Java exception Hive 4 sends, before looking at the database.
+        """
+        if tableType is None:
+            raise MetaException("java.lang.NullPointerException: Name is null")
+        if tableType not in TABLE_TYPES:
+            raise MetaException(
+                "java.lang.IllegalArgumentException: No enum constant "
+                f"org.apache.hadoop.hive.metastore.TableType.{tableType}"
+            )
         return self._table_names(db_name, pattern, tableType)
 
     def get_all_tables(self, db_name: str) -> list[str]:

@@ -270,8 +270,11 @@ class TxnMixin(CatalogBase):
 
     def get_open_txns_req(self, getOpenTxnsRequest: GetOpenTxnsRequest | None) -> GetOpenTxnsResponse:  # noqa: N803
         """Hive 4 request form of :meth:`get_open_txns`: open txns of the ``excludeTxnTypes`` are
-        left out (READ_ONLY when the request names none)."""
-        excluded = getattr(getOpenTxnsRequest, "excludeTxnTypes", None) or [TxnType.READ_ONLY]
+        left out; an empty list leaves none out, as in Hive 4 (READ_ONLY ones are listed too). With
+        the field unset READ_ONLY txns are left out, as by :meth:`get_open_txns` (Hive 4 fails)."""
+        excluded = getattr(getOpenTxnsRequest, "excludeTxnTypes", None)
+        if excluded is None:
+            excluded = [TxnType.READ_ONLY]
         return self._open_txns_response(set(excluded))
 
     def _open_txns_response(self, excluded: set[int]) -> GetOpenTxnsResponse:
@@ -281,12 +284,12 @@ class TxnMixin(CatalogBase):
         aborted: list[int] = []
         min_open = None
         for r in rows:
+            if r.TXN_STATE == OPEN and min_open is None:
+                min_open = r.TXN_ID  # over every open txn, also the excluded ones (as Hive 4)
             if r.TXN_STATE == OPEN and r.TXN_TYPE in excluded:
                 continue
             if r.TXN_STATE == ABORTED:
                 aborted.append(len(ids))
-            elif min_open is None:
-                min_open = r.TXN_ID
             ids.append(r.TXN_ID)
         return GetOpenTxnsResponse(
             txn_high_water_mark=hwm,
