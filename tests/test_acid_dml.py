@@ -86,6 +86,7 @@ def expected(n: int) -> set[tuple]:
 # --- unpartitioned ------------------------------------------------------------------------------------
 
 
+@pytest.mark.spark_postgres  # also on PostgreSQL: the Spark path through a PostgreSQL store
 def test_insert_delete_update(spark: Any, client: MetastoreClient, db: str) -> None:
     create_transactional_table(client, db, "t", COLS)
     full = f"{db}.t"

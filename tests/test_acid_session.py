@@ -64,6 +64,7 @@ def locks_of(client: MetastoreClient, db: str) -> list[tuple]:
 # --- txns and locks --------------------------------------------------------------------------------
 
 
+@pytest.mark.spark_postgres  # also on PostgreSQL: the Spark path through a PostgreSQL store
 @pytest.mark.spark
 def test_session_txn_and_lock_are_visible_while_open(spark: Any, client: MetastoreClient, db: str) -> None:
     make_table(client, db)

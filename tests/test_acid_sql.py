@@ -165,6 +165,7 @@ def test_non_acid_queries_pass_through(spark: Any, client: MetastoreClient, db: 
         spark.catalog.dropTempView("emp_acid")
 
 
+@pytest.mark.spark_postgres  # also on PostgreSQL: the Spark path through a PostgreSQL store
 def test_partition_filters_reach_the_metastore(
     spark: Any, spark_metastore: Any, client: MetastoreClient, db: str
 ) -> None:

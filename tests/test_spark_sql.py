@@ -453,6 +453,7 @@ def hivemesh_script_results(
 
 
 # ------------------------------------------------------------------------------------- tests
+@pytest.mark.spark_postgres  # also on PostgreSQL: the Spark path through a PostgreSQL store
 def test_session_is_bound_to_this_metastore(
     spark: Any, spark_metastore: SparkMetastore, unique_name: str
 ) -> None:
@@ -472,6 +473,7 @@ def test_session_is_bound_to_this_metastore(
     assert spark.sql(f"SHOW DATABASES LIKE '{unique_name}*'").collect() == []
 
 
+@pytest.mark.spark_postgres  # also on PostgreSQL: the Spark path through a PostgreSQL store
 def test_catalog_api_sees_what_sql_created(
     spark: Any, spark_metastore: SparkMetastore, unique_name: str
 ) -> None:
