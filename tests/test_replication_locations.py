@@ -12,7 +12,8 @@ loaded (naming the policy and the ``paths`` entry that fixes it); a table or par
 every source prefix is refused when it is replicated (bootstrap and event), and the suggested
 entry fixes it;
 ``verify`` reports a target location in the source zone and a propagated drop leaves the source's
-files alone.
+files alone. A database's ``managedLocationUri`` follows the same rule (bootstrap, events,
+verify).
 """
 
 from __future__ import annotations
@@ -301,3 +302,54 @@ def test_a_partition_outside_every_source_prefix_is_refused(zones: Zones, tmp_pa
     assert b.get_partition_names(db, "t", -1) == []  # the table is there, the partition is not
     assert src_file.read_bytes() == b"landed bytes"
     assert t.sd.location.startswith(zones.warehouse["a"])
+
+
+# ---------------------------------------------------------------- a database's managed location
+def test_a_databases_managed_location_is_relocated_verified_and_refused(zones: Zones, tmp_path: Path) -> None:
+    """``managedLocationUri`` (where the metastore puts a database's managed tables): relocated by
+    the bootstrap and by ALTER_DATABASE, so a managed table created on the target lands in the
+    target zone; verify reports a target one in the source zone; a database created later with
+    one under no source prefix is refused by name with the paths entry that maps it."""
+    a, b = zones.hms["a"], zones.hms["b"]
+    wa, wb = zones.warehouse["a"], zones.warehouse["b"]
+    db, later = "loc_mgd", "loc_mgd_later"
+    a.create_database(Database(name=db, parameters={}, managedLocationUri=f"{wa}/managed/{db}.db"))
+    t = make_table(a, db, "t")
+    assert location_key(t.sd.location) == f"{wa}/managed/{db}.db/t"  # placed by the managed location
+    put_file(t.sd.location, "f", b"managed bytes")
+    path = write_mesh(
+        zones, tmp_path, {"name": "mgd", "source": "a", "target": "b", "databases": ["loc_mgd.*"]}
+    )
+
+    assert run(path) == {}
+    assert location_key(b.get_database(db).managedLocationUri) == f"{wb}/managed/{db}.db"
+    assert tree(b.get_table(db, "t").sd.location) == {"f": b"managed bytes"}
+    made_on_b = make_table(b, db, "spark_made")  # as a client of the target creates one
+    assert location_key(made_on_b.sd.location) == f"{wb}/managed/{db}.db/spark_made"
+    b.drop_table(db, "spark_made", True)
+
+    moved = a.get_database(db)
+    moved.managedLocationUri = f"{wa}/managed2/{db}.db"
+    a.alter_database(db, moved)
+    assert run(path) == {}
+    assert location_key(b.get_database(db).managedLocationUri) == f"{wb}/managed2/{db}.db"
+    assert differences(path) == []
+
+    bad = b.get_database(db)
+    bad.managedLocationUri = moved.managedLocationUri  # the source's, as an older replicator left it
+    b.alter_database(db, bad)
+    found = [d for d in differences(path) if d.object == "database"]
+    assert [d.name for d in found] == [db, db], found
+    compared, inside = sorted(found, key=lambda d: "is in the source zone" in d.detail)
+    assert compared.detail.startswith("managedLocationUri: 'file:/") and " != 'file:/" in compared.detail
+    assert inside.detail.startswith(f"managedLocationUri: {moved.managedLocationUri} is in the source zone")
+
+    elsewhere = f"file:{zones.base}/elsewhere-managed"
+    a.create_database(Database(name=later, parameters={}, managedLocationUri=f"{elsewhere}/{later}.db"))
+    failures = run(path)
+    assert f"database {later}'s managedLocationUri (event" in failures["mgd"], failures
+    assert (
+        "CREATE_DATABASE" in failures["mgd"]
+        and f'"{elsewhere}": "<a directory of zone b>"' in failures["mgd"]
+    )
+    assert later not in b.get_all_databases()
