@@ -13,7 +13,7 @@ every source prefix is refused when it is replicated (bootstrap and event), and 
 entry fixes it;
 ``verify`` reports a target location in the source zone and a propagated drop leaves the source's
 files alone. A database's ``managedLocationUri`` follows the same rule (bootstrap, events,
-verify).
+verify), and a ``format: delta`` policy's verify reports a replica off the rule.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from hive_metastore.ttypes import Database, Partition
 from hivemesh.config import ConfigError
 from hivemesh.replication.config import load_replication_config, parse_replication_config
 from hivemesh.replication.data import ZoneStorage
-from hivemesh.replication.service import run_once
+from hivemesh.replication.delta.runner import replica_table
+from hivemesh.replication.service import make_runner, run_once
 from hivemesh.replication.state import ReplicationStore
 from hivemesh.replication.verify import compare
 from hivemesh.storage.locations import clean_location, local_path, location_key
@@ -353,3 +354,38 @@ def test_a_databases_managed_location_is_relocated_verified_and_refused(zones: Z
         and f'"{elsewhere}": "<a directory of zone b>"' in failures["mgd"]
     )
     assert later not in b.get_all_databases()
+
+
+# ---------------------------------------------------------------- Delta verify
+def test_delta_verify_reports_locations_off_the_rule(zones: Zones, tmp_path: Path) -> None:
+    """A ``format: delta`` policy's verify: a replica registered at the source table's own
+    directory, and a source table the rule refuses (outside every source prefix), are each one
+    ``different`` table naming the location; the comparison goes on past them."""
+    a, b = zones.hms["a"], zones.hms["b"]
+    db = "loc_delta"
+    a.create_database(Database(name=db, parameters={}))
+    t = make_table(a, db, "t")
+    e = make_table(a, db, "e", external_at=f"file:{zones.base}/delta-outside/e")
+    b.create_database(Database(name=db, parameters={}))
+    b.create_table(replica_table(t, t.sd.location))  # into zone a, as by hand or an older replicator
+    b.create_table(replica_table(e, f"{zones.warehouse['b']}/{db}.db/e"))
+    path = write_mesh(
+        zones, tmp_path, {"name": "dv", "source": "a", "target": "b", "databases": [db], "format": "delta"}
+    )
+
+    cfg = load_replication_config(path)
+    store = ReplicationStore(cfg.replication.store)
+    runner = make_runner(cfg, cfg.replication.policies[0], store, "test")
+    try:
+        diffs = {d.name: d for d in runner.compare(check_data=False)}
+    finally:
+        runner.close()
+        store.dispose()
+    assert set(diffs) == {f"{db}.t", f"{db}.e"}, diffs
+    assert all(d.kind == "different" and d.object == "table" for d in diffs.values())
+    assert diffs[f"{db}.t"].detail.startswith(f"location in the source zone: policy dv: table {db}.t is at")
+    assert "its own source directory" in diffs[f"{db}.t"].detail
+    assert diffs[f"{db}.e"].detail.startswith(
+        f"location: policy dv: table {db}.e is at file:{zones.base}/delta-outside/e"
+    )
+    assert f'"file:{zones.base}/delta-outside": "<a directory of zone b>"' in diffs[f"{db}.e"].detail
