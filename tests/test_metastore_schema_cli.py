@@ -38,7 +38,7 @@ from tests.conftest import PG_SKIP_REASON, drop_pg_database, make_pg_database, p
 from tests.support.postgres import postgres_binaries
 from tests.support.servers import HivemeshProcess, ThriftClient
 
-HEAD = "0004"
+HEAD = "0005"
 
 
 def _cli(*args: str) -> Result:
@@ -54,6 +54,11 @@ def _sds_indexes(db_file: Path) -> set[str]:
         return {r[1] for r in c.execute("PRAGMA index_list('SDS')")}
 
 
+def _columns(db_file: Path, table: str) -> set[str]:
+    with sqlite3.connect(db_file) as c:
+        return {r[1] for r in c.execute(f"PRAGMA table_info('{table}')")}
+
+
 def test_fresh_store_is_empty_and_upgrade_creates_the_schema(tmp_path: Path) -> None:
     db_file = tmp_path / "metastore.db"
     url = f"sqlite:///{db_file}"
@@ -66,7 +71,7 @@ def test_fresh_store_is_empty_and_upgrade_creates_the_schema(tmp_path: Path) -> 
     r = _cli("schema", "upgrade", "--db", url)
     assert r.exit_code == 0, r.output
     assert [line.split(":")[0].strip() for line in r.output.splitlines() if "applied" in line] == [
-        "applied 0001", "applied 0002", "applied 0003", "applied 0004",
+        "applied 0001", "applied 0002", "applied 0003", "applied 0004", "applied 0005",
     ]  # fmt: skip
     assert "up to date" in r.output.splitlines()[-1]
     assert _revision(url) == HEAD
@@ -96,8 +101,9 @@ def test_first_start_says_it_creates_the_schema(tmp_path: Path, caplog: pytest.L
 
 
 def test_upgrade_from_an_older_revision(tmp_path: Path) -> None:
-    """A store at 0003 (Alembic downgrade of a current one: SDS without its two indexes) needs 0004;
-    ``upgrade`` applies exactly that one; ``--db`` may also come before the command."""
+    """A store at 0003 (Alembic downgrade of a current one: SDS without its two indexes, DBS
+    without DB_MANAGED_LOCATION_URI) needs 0004 and 0005; ``upgrade`` applies exactly those;
+    ``--db`` may also come before the command."""
     db_file = tmp_path / "metastore.db"
     url = f"sqlite:///{db_file}"
     store = Store(url)
@@ -109,24 +115,27 @@ def test_upgrade_from_an_older_revision(tmp_path: Path) -> None:
     store.dispose()
     assert _revision(url) == "0003"
     assert not {"SDS_SERDE", "SDS_CD"} & _sds_indexes(db_file)
+    assert "DB_MANAGED_LOCATION_URI" not in _columns(db_file, "DBS")
 
     r = _cli("--db", url, "schema", "status")
     assert r.exit_code == 1, r.output
-    assert "needs upgrade (1 migration: 0004)" in r.output
+    assert "needs upgrade (2 migrations: 0004, 0005)" in r.output
     assert "current:  0003" in r.output
     doc = json.loads(_cli("schema", "status", "--db", url, "--format", "json").output)
     assert doc["state"] == "needs upgrade"
-    assert [p["revision"] for p in doc["pending"]] == ["0004"]
-    assert doc["description"] == "needs upgrade (1 migration: 0004)"
+    assert [p["revision"] for p in doc["pending"]] == ["0004", "0005"]
+    assert doc["description"] == "needs upgrade (2 migrations: 0004, 0005)"
 
     r = _cli("schema", "upgrade", "--db", url)
     assert r.exit_code == 0, r.output
-    assert "from 0003 to 0004 (1 migration)" in r.output
+    assert "from 0003 to 0005 (2 migrations)" in r.output
     assert [line for line in r.output.splitlines() if "applied" in line] == [
-        "  applied 0004: Indexes on SDS.SERDE_ID and SDS.CD_ID (Hive's SDS_N49 and SDS_N50)."
+        "  applied 0004: Indexes on SDS.SERDE_ID and SDS.CD_ID (Hive's SDS_N49 and SDS_N50).",
+        "  applied 0005: DBS.DB_MANAGED_LOCATION_URI: a database's managedLocationUri (Hive 3+).",
     ]
     assert _revision(url) == HEAD
     assert {"SDS_SERDE", "SDS_CD"} <= _sds_indexes(db_file)
+    assert "DB_MANAGED_LOCATION_URI" in _columns(db_file, "DBS")
 
 
 def test_db_comes_from_the_config_file(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ loaded (naming the policy and the ``paths`` entry that fixes it); a table or par
 every source prefix is refused when it is replicated (bootstrap and event), and the suggested
 entry fixes it;
 ``verify`` reports a target location in the source zone and a propagated drop leaves the source's
-files alone.
+files alone. A database's ``managedLocationUri`` follows the same rule (bootstrap, events,
+verify), and a ``format: delta`` policy's verify reports a replica off the rule.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from hive_metastore.ttypes import Database, Partition
 from hivemesh.config import ConfigError
 from hivemesh.replication.config import load_replication_config, parse_replication_config
 from hivemesh.replication.data import ZoneStorage
-from hivemesh.replication.service import run_once
+from hivemesh.replication.delta.runner import replica_table
+from hivemesh.replication.service import make_runner, run_once
 from hivemesh.replication.state import ReplicationStore
 from hivemesh.replication.verify import compare
 from hivemesh.storage.locations import clean_location, local_path, location_key
@@ -301,3 +303,89 @@ def test_a_partition_outside_every_source_prefix_is_refused(zones: Zones, tmp_pa
     assert b.get_partition_names(db, "t", -1) == []  # the table is there, the partition is not
     assert src_file.read_bytes() == b"landed bytes"
     assert t.sd.location.startswith(zones.warehouse["a"])
+
+
+# ---------------------------------------------------------------- a database's managed location
+def test_a_databases_managed_location_is_relocated_verified_and_refused(zones: Zones, tmp_path: Path) -> None:
+    """``managedLocationUri`` (where the metastore puts a database's managed tables): relocated by
+    the bootstrap and by ALTER_DATABASE, so a managed table created on the target lands in the
+    target zone; verify reports a target one in the source zone; a database created later with
+    one under no source prefix is refused by name with the paths entry that maps it."""
+    a, b = zones.hms["a"], zones.hms["b"]
+    wa, wb = zones.warehouse["a"], zones.warehouse["b"]
+    db, later = "loc_mgd", "loc_mgd_later"
+    a.create_database(Database(name=db, parameters={}, managedLocationUri=f"{wa}/managed/{db}.db"))
+    t = make_table(a, db, "t")
+    assert location_key(t.sd.location) == f"{wa}/managed/{db}.db/t"  # placed by the managed location
+    put_file(t.sd.location, "f", b"managed bytes")
+    path = write_mesh(
+        zones, tmp_path, {"name": "mgd", "source": "a", "target": "b", "databases": ["loc_mgd.*"]}
+    )
+
+    assert run(path) == {}
+    assert location_key(b.get_database(db).managedLocationUri) == f"{wb}/managed/{db}.db"
+    assert tree(b.get_table(db, "t").sd.location) == {"f": b"managed bytes"}
+    made_on_b = make_table(b, db, "spark_made")  # as a client of the target creates one
+    assert location_key(made_on_b.sd.location) == f"{wb}/managed/{db}.db/spark_made"
+    b.drop_table(db, "spark_made", True)
+
+    moved = a.get_database(db)
+    moved.managedLocationUri = f"{wa}/managed2/{db}.db"
+    a.alter_database(db, moved)
+    assert run(path) == {}
+    assert location_key(b.get_database(db).managedLocationUri) == f"{wb}/managed2/{db}.db"
+    assert differences(path) == []
+
+    bad = b.get_database(db)
+    bad.managedLocationUri = moved.managedLocationUri  # the source's, as an older replicator left it
+    b.alter_database(db, bad)
+    found = [d for d in differences(path) if d.object == "database"]
+    assert [d.name for d in found] == [db, db], found
+    compared, inside = sorted(found, key=lambda d: "is in the source zone" in d.detail)
+    assert compared.detail.startswith("managedLocationUri: 'file:/") and " != 'file:/" in compared.detail
+    assert inside.detail.startswith(f"managedLocationUri: {moved.managedLocationUri} is in the source zone")
+
+    elsewhere = f"file:{zones.base}/elsewhere-managed"
+    a.create_database(Database(name=later, parameters={}, managedLocationUri=f"{elsewhere}/{later}.db"))
+    failures = run(path)
+    assert f"database {later}'s managedLocationUri (event" in failures["mgd"], failures
+    assert (
+        "CREATE_DATABASE" in failures["mgd"]
+        and f'"{elsewhere}": "<a directory of zone b>"' in failures["mgd"]
+    )
+    assert later not in b.get_all_databases()
+
+
+# ---------------------------------------------------------------- Delta verify
+def test_delta_verify_reports_locations_off_the_rule(zones: Zones, tmp_path: Path) -> None:
+    """A ``format: delta`` policy's verify: a replica registered at the source table's own
+    directory, and a source table the rule refuses (outside every source prefix), are each one
+    ``different`` table naming the location; the comparison goes on past them."""
+    a, b = zones.hms["a"], zones.hms["b"]
+    db = "loc_delta"
+    a.create_database(Database(name=db, parameters={}))
+    t = make_table(a, db, "t")
+    e = make_table(a, db, "e", external_at=f"file:{zones.base}/delta-outside/e")
+    b.create_database(Database(name=db, parameters={}))
+    b.create_table(replica_table(t, t.sd.location))  # into zone a, as by hand or an older replicator
+    b.create_table(replica_table(e, f"{zones.warehouse['b']}/{db}.db/e"))
+    path = write_mesh(
+        zones, tmp_path, {"name": "dv", "source": "a", "target": "b", "databases": [db], "format": "delta"}
+    )
+
+    cfg = load_replication_config(path)
+    store = ReplicationStore(cfg.replication.store)
+    runner = make_runner(cfg, cfg.replication.policies[0], store, "test")
+    try:
+        diffs = {d.name: d for d in runner.compare(check_data=False)}
+    finally:
+        runner.close()
+        store.dispose()
+    assert set(diffs) == {f"{db}.t", f"{db}.e"}, diffs
+    assert all(d.kind == "different" and d.object == "table" for d in diffs.values())
+    assert diffs[f"{db}.t"].detail.startswith(f"location in the source zone: policy dv: table {db}.t is at")
+    assert "its own source directory" in diffs[f"{db}.t"].detail
+    assert diffs[f"{db}.e"].detail.startswith(
+        f"location: policy dv: table {db}.e is at file:{zones.base}/delta-outside/e"
+    )
+    assert f'"file:{zones.base}/delta-outside": "<a directory of zone b>"' in diffs[f"{db}.e"].detail

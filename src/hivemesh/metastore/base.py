@@ -210,11 +210,18 @@ class CatalogBase:
         exc: type[Exception] = NoSuchObjectException,
         for_update: bool = False,
     ) -> sa.Row:
-        """The TBLS row (with DB_NAME, CTLG_NAME, DB_LOCATION_URI); raises ``exc`` if missing."""
+        """The TBLS row (with DB_NAME, CTLG_NAME, DB_LOCATION_URI, DB_MANAGED_LOCATION_URI); raises
+        ``exc`` if missing."""
         cat, dbn = self.db_name(db)
         tn = (tbl or "").lower()
         q = (
-            sa.select(TBLS, DBS.c.NAME.label("DB_NAME"), DBS.c.CTLG_NAME, DBS.c.DB_LOCATION_URI)
+            sa.select(
+                TBLS,
+                DBS.c.NAME.label("DB_NAME"),
+                DBS.c.CTLG_NAME,
+                DBS.c.DB_LOCATION_URI,
+                DBS.c.DB_MANAGED_LOCATION_URI,
+            )
             .select_from(TBLS.join(DBS, TBLS.c.DB_ID == DBS.c.DB_ID))
             .where(cat == DBS.c.CTLG_NAME, dbn == DBS.c.NAME, tn == TBLS.c.TBL_NAME)
         )

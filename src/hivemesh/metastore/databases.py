@@ -65,6 +65,7 @@ class DatabaseMixin(CatalogBase):
             name=row.NAME,
             description=row.DESC,
             locationUri=row.DB_LOCATION_URI,
+            managedLocationUri=row.DB_MANAGED_LOCATION_URI,
             parameters=params,
             ownerName=row.OWNER_NAME,
             ownerType=row.OWNER_TYPE if row.OWNER_TYPE is not None else None,
@@ -74,7 +75,9 @@ class DatabaseMixin(CatalogBase):
         )
 
     def create_database(self, database: Database) -> None:
-        """Create a database; raises AlreadyExistsException, InvalidObjectException (bad name).
+        """Create a database; raises AlreadyExistsException, InvalidObjectException (bad name),
+        MetaException (a location or managed location :meth:`checked_location` refuses). Its managed
+        tables go under ``managedLocationUri`` when set (Hive 3+), else under ``locationUri``.
 
         Without ``ownerName`` the calling user (the connection's ``set_ugi`` user, else the user the
         metastore runs as) owns it, as in Hive 3/4.
@@ -88,6 +91,7 @@ class DatabaseMixin(CatalogBase):
             if database.locationUri
             else self.default_db_location(name)
         )
+        managed = self.checked_location(database.managedLocationUri) if database.managedLocationUri else None
         with self.write() as tx:
             exists = tx.conn.execute(
                 sa.select(DBS.c.DB_ID).where(cat == DBS.c.CTLG_NAME, name == DBS.c.NAME)
@@ -100,6 +104,7 @@ class DatabaseMixin(CatalogBase):
                     CTLG_NAME=cat,
                     DESC=database.description,
                     DB_LOCATION_URI=location,
+                    DB_MANAGED_LOCATION_URI=managed,
                     OWNER_NAME=database.ownerName if database.ownerName is not None else calling_user(),
                     OWNER_TYPE=database.ownerType if database.ownerType is not None else PrincipalType.USER,
                     CREATE_TIME=database.createTime or now_s(),
@@ -155,7 +160,9 @@ class DatabaseMixin(CatalogBase):
             return [n for n in names if matches_pattern(n, pat)]
 
     def alter_database(self, dbname: str, db: Database) -> None:
-        """Replace description, location, owner and parameters; raises NoSuchObjectException."""
+        """Replace description, location, managed location, owner and parameters (an unset
+        location or managed location keeps the old one, as in Hive); raises
+        NoSuchObjectException, MetaException (a location :meth:`checked_location` refuses)."""
         with self.write() as tx:
             row = self.db_row(tx.conn, dbname)
             before = self._to_database(tx.conn, row)
@@ -166,6 +173,8 @@ class DatabaseMixin(CatalogBase):
             }
             if db.locationUri:
                 values["DB_LOCATION_URI"] = self.checked_location(db.locationUri)
+            if db.managedLocationUri:
+                values["DB_MANAGED_LOCATION_URI"] = self.checked_location(db.managedLocationUri)
             tx.conn.execute(DBS.update().where(DBS.c.DB_ID == row.DB_ID).values(**values))
             if db.parameters is not None:
                 tx.conn.execute(DATABASE_PARAMS.delete().where(DATABASE_PARAMS.c.DB_ID == row.DB_ID))

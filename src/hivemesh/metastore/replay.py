@@ -155,6 +155,8 @@ class Replayer:
     def _db(self, db: Database) -> Database:
         out = Database(**db.__dict__)
         out.locationUri = self.relocate(db.locationUri)
+        # Hive 3+: where the target puts the database's managed tables (kept, it would be the source's)
+        out.managedLocationUri = self.relocate(db.managedLocationUri)
         return out
 
     def _table(self, table: Table) -> Table:
@@ -186,7 +188,7 @@ class Replayer:
     # ---------------------------------------------------------------- after-images (bootstrap too)
     def put_database(self, database: Database) -> None:
         """Make the target's database the source's ``database`` (created, or altered when it
-        exists); its location relocated."""
+        exists); its location and managed location relocated."""
         db = self._db(database)
         try:
             self.target.create_database(db)

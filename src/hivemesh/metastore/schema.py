@@ -54,6 +54,7 @@ DBS = sa.Table(
     sa.Column("CTLG_NAME", sa.String(256), nullable=False, server_default="hive"),
     sa.Column("DESC", sa.String(4000)),
     sa.Column("DB_LOCATION_URI", sa.String(4000), nullable=False),
+    sa.Column("DB_MANAGED_LOCATION_URI", sa.String(4000)),  # Hive 3+: where its managed tables go
     sa.Column("OWNER_NAME", sa.String(128)),
     sa.Column("OWNER_TYPE", sa.Integer),
     sa.Column("CREATE_TIME", sa.Integer),

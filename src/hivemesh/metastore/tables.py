@@ -46,6 +46,13 @@ TABLE_TYPES = frozenset({MANAGED, EXTERNAL, VIEW, "MATERIALIZED_VIEW"})
 DDL_TIME = "transient_lastDdlTime"
 
 
+def managed_root(db_row: Any) -> str:
+    """Where the managed tables of the database of DBS row ``db_row`` (or a row with its
+    DB_LOCATION_URI and DB_MANAGED_LOCATION_URI) go by default: its managed location when set
+    (Hive 3+), else its location."""
+    return str(db_row.DB_MANAGED_LOCATION_URI or db_row.DB_LOCATION_URI)
+
+
 def effective_table_type(table: Table) -> str:
     """Hive's rule: the EXTERNAL=TRUE parameter turns MANAGED into EXTERNAL and its absence back."""
     ttype = table.tableType or MANAGED
@@ -243,7 +250,8 @@ class TableMixin(CatalogBase):
                 if sd.location:
                     sd.location = self.checked_location(sd.location)
                 else:
-                    sd.location = storage.join_location(db_row.DB_LOCATION_URI, table.tableName)
+                    root = managed_root(db_row) if ttype == MANAGED else db_row.DB_LOCATION_URI
+                    sd.location = storage.join_location(root, table.tableName)
                 table.sd = sd
                 loc = sd.location
                 # Hive's fast stats: an unpartitioned table created over an existing directory
@@ -617,9 +625,9 @@ class TableMixin(CatalogBase):
         same_loc = not table.sd.location or table.sd.location == old_loc
         # As Hive: a managed table moves with a rename only when it lives at its default
         # place (<db location>/<old name>); one created with its own LOCATION stays put.
-        at_default = old_loc == storage.join_location(old.DB_LOCATION_URI, old.TBL_NAME)
+        at_default = old_loc == storage.join_location(managed_root(old), old.TBL_NAME)
         if rename_into is not None and old.TBL_TYPE == MANAGED and ttype != VIEW and same_loc and at_default:
-            new_loc = storage.join_location(rename_into.DB_LOCATION_URI, new_name)
+            new_loc = storage.join_location(managed_root(rename_into), new_name)
             if new_loc != old_loc:
                 table.sd.location = new_loc
                 self._relocate_partitions(conn, old.TBL_ID, old_loc, new_loc)

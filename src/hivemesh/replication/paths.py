@@ -14,7 +14,8 @@ files deleted by a ``drop_table(..., deleteData=True)`` on the target, and a rep
 over them. The rule is checked where it can be when the configuration is loaded
 (:meth:`PolicyPaths.problems`: a target prefix inside the source zone), and for every location
 the policy relocates (:meth:`PolicyPaths.relocate_checked`, raising :class:`LocationRefused`: a
-table outside every source prefix keeps its location, which the rule refuses). Both formats
+table outside every source prefix keeps its location, which the rule refuses), a database's
+``managedLocationUri`` included (:meth:`PolicyPaths.check_database`). Both formats
 (``hive``, ``delta``) and both data modes follow it.
 """
 
@@ -23,6 +24,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from hive_metastore.ttypes import Database
 
 from hivemesh.errors import HivemeshError
 from hivemesh.metastore.replay import Relocate, relocator_for
@@ -168,6 +171,15 @@ class PolicyPaths:
             assert location is not None and target is not None
             raise LocationRefused(why, location, target)
         return target
+
+    def check_database(self, database: Database) -> None:
+        """Refuse ``database`` when its location or its managed location (``managedLocationUri``,
+        Hive 3+: where the target would put the database's managed tables) would lie in the source
+        zone once relocated; raises LocationRefused naming the database, the field and the
+        ``paths`` entry that fixes it."""
+        name = database.name
+        self.relocate_checked(database.locationUri, f"database {name}")
+        self.relocate_checked(database.managedLocationUri, f"database {name}'s managedLocationUri")
 
     def problems(self, key: str) -> list[str]:
         """What the configuration alone shows to break the rule: each mapping whose target prefix

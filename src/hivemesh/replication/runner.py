@@ -351,10 +351,11 @@ class PolicyRunner:
 
     def bootstrap_database(self, db: str, prune: bool = False, tables: list[str] | None = None) -> SyncResult:
         """Bootstrap database ``db`` (its functions and its tables in scope, or only ``tables``).
-        Raises LocationRefused for a database whose target location would be in the source zone."""
+        Raises LocationRefused for a database whose target location or managed location would be
+        in the source zone."""
         out = SyncResult()
         database = self.source_calls.get_database(db)
-        self.paths.relocate_checked(database.locationUri, f"database {db}")
+        self.paths.check_database(database)
         self.replayer.put_database(database)
         for fname in self.source_calls.get_functions(db, "*") or []:
             self.replayer.put_function(self.source_calls.get_function(db, fname))
@@ -675,6 +676,10 @@ class PolicyRunner:
         except LocationRefused as e:  # name the object the event is about
             db, table = event_object(msg)
             what = f"{db}.{table}" if table else f"database {db}"
+            database = msg.database if isinstance(msg, ev.CreateDatabase) else None
+            database = msg.after if isinstance(msg, ev.AlterDatabase) else database
+            if database is not None and e.source_location == database.managedLocationUri:
+                what += "'s managedLocationUri"
             why = self.paths.refusal(f"{what} (event {event.eventId}, {event.eventType})", e.source_location,
                                      e.target_location)  # fmt: skip
             raise LocationRefused(why or str(e), e.source_location, e.target_location) from None
@@ -852,6 +857,13 @@ class PolicyRunner:
         if _owns_data(target) and (not now or location_key(now) != location_key(got)):
             self._remove_target(got)
 
+    def _put_database(self, db: str) -> None:
+        """Write database ``db`` to the target as the source has it now (LocationRefused when
+        the rule refuses its location or managed location)."""
+        database = self.source_calls.get_database(db)
+        self.paths.check_database(database)
+        self.replayer.put_database(database)
+
     def _heal(self, db: str, table: str | None, out: StepResult) -> None:
         """Write ``db`` (or ``db.table``) to the target as the source has it now."""
         try:
@@ -861,12 +873,12 @@ class PolicyRunner:
                 self._drop_target_database(db)
             return
         if table is None:
-            self.replayer.put_database(self.source_calls.get_database(db))
+            self._put_database(db)
             return
         try:
             self.target_calls.get_database(db)
         except NoSuchObjectException:
-            self.replayer.put_database(self.source_calls.get_database(db))
+            self._put_database(db)
         out.data.add(self.bootstrap_table(db, table))
 
     # ------------------------------------------------------------------ rule changes

@@ -9,8 +9,9 @@ here: ``hivemesh replicate verify --repair`` re-runs a bootstrap with pruning.
 
 Compared, source against target:
 
-- databases: description, parameters, owner name and type, location (the source's relocated;
-  locations compared in :func:`hivemesh.storage.locations.location_key` form);
+- databases: description, parameters, owner name and type, location and managed location
+  (``managedLocationUri``; the source's relocated; locations compared in
+  :func:`hivemesh.storage.locations.location_key` form);
 - functions of the databases: class name, function type, resource URIs, owner name;
 - tables: table type, owner, storage descriptor (columns, input/output formats, compressed,
   number of buckets, SerDe library and parameters, bucket and sort columns, location relocated),
@@ -28,10 +29,10 @@ Compared, source against target:
   hidden temporaries of running copies are skipped): a file is missing, extra, or different in
   size or (for equal sizes) MD5.
 
-A target database, table or partition whose location lies in the source zone (is, or is under,
-the source object's own location or one of the ``source_zone`` directories) is reported as
-``different`` too, whatever the relocation says: a drop with ``deleteData`` on the target would
-delete the source's files.
+A target database, table or partition whose location (or a database's managed location) lies in
+the source zone (is, or is under, the source object's own location or one of the ``source_zone``
+directories) is reported as ``different`` too, whatever the relocation says: a drop with
+``deleteData`` on the target would delete the source's files.
 
 The target is expected in the policy's Hive form (``format: hive``); the contents of a missing
 database or table are not reported one by one (the missing object says it all), nor are data files
@@ -250,9 +251,12 @@ class _Verifier:
             return
         self.out.append(Difference(kind, obj, name, detail))
 
-    def in_source_zone(self, obj: str, name: str, source: str | None, target: str | None) -> None:
-        """Report target location ``target`` of ``obj`` ``name`` when it lies in the source zone:
-        at or under the source object's own location ``source``, or a ``source_zone`` directory."""
+    def in_source_zone(
+        self, obj: str, name: str, source: str | None, target: str | None, field: str = "location"
+    ) -> None:
+        """Report target location ``target`` (the ``field`` of ``obj`` ``name``) when it lies in
+        the source zone: at or under the source object's own ``source``, or a ``source_zone``
+        directory."""
         if not target:
             return
         inside = [d for d in (source, *self.source_zone) if d and location_within(target, d)]
@@ -261,7 +265,7 @@ class _Verifier:
                 "different",
                 obj,
                 name,
-                f"location: {target} is in the source zone (under {inside[0]}): a drop with deleteData "
+                f"{field}: {target} is in the source zone (under {inside[0]}): a drop with deleteData "
                 "on the target would delete the source's files",
             )
 
@@ -294,11 +298,19 @@ class _Verifier:
                 ("ownerName", s.ownerName, t.ownerName),
                 ("ownerType", s.ownerType, t.ownerType),
                 ("locationUri", _location(self.relocate(s.locationUri)), _location(t.locationUri)),
+                (
+                    "managedLocationUri",
+                    _location(self.relocate(s.managedLocationUri)),
+                    _location(t.managedLocationUri),
+                ),
             ]
         )
         if detail:
             self.add("different", "database", name, detail)
         self.in_source_zone("database", name, s.locationUri, t.locationUri)
+        self.in_source_zone(
+            "database", name, s.managedLocationUri, t.managedLocationUri, "managedLocationUri"
+        )
         self.functions(name)
         src_tables = sorted(n for n in self.source.get_all_tables(name) if self.policy.matches_table(name, n))
         tgt_tables = {n for n in self.target.get_all_tables(name) if self.policy.matches_table(name, n)}

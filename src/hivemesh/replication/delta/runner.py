@@ -332,7 +332,9 @@ class DeltaPolicyRunner:
         try:
             self.target_calls.get_database(table.dbName)
         except NoSuchObjectException:
-            self.replayer.put_database(self.source_calls.get_database(table.dbName))
+            database = self.source_calls.get_database(table.dbName)
+            self.paths.check_database(database)  # its managedLocationUri too: never the source's
+            self.replayer.put_database(database)
         entry = replica_table(table, location)
         try:
             self.target_calls.create_table(entry)
