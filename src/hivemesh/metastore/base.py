@@ -271,6 +271,11 @@ class CatalogBase:
             """HMS get_partition_names."""
             ...
 
+        # ConstraintMixin
+        def add_table_constraints(self, tx: Tx, cat: str, constraints: Any) -> None:
+            """Store the constraints of a table being created in ``tx``."""
+            ...
+
         # StatisticsMixin
         def _key_names(self, conn: sa.Connection, tbl_id: int) -> list[str]:
             """A table's partition key names, in order."""

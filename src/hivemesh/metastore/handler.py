@@ -31,6 +31,7 @@ from hivemesh import __version__
 from hivemesh.hive.names import DEFAULT_PARTITION_NAME
 from hivemesh.metastore.authorization import AuthorizationMixin
 from hivemesh.metastore.conformance import ConformanceMixin, is_meta_conf, meta_conf
+from hivemesh.metastore.constraints import ConstraintMixin
 from hivemesh.metastore.databases import DEFAULT_DB, DatabaseMixin
 from hivemesh.metastore.functions import FunctionMixin
 from hivemesh.metastore.locks import LockMixin
@@ -54,6 +55,7 @@ class LocalMetastore(
     DatabaseMixin,
     TableMixin,
     PartitionMixin,
+    ConstraintMixin,
     FunctionMixin,
     StatisticsMixin,
     RequestFormsMixin,

@@ -1,0 +1,302 @@
+"""HMS calls Hive 4 answers beyond the common ones, against a real hivemesh metastore over Thrift
+(SQLite and PostgreSQL): table constraints, ``truncate_table`` and catalogs.
+
+Each test works in databases of its own on the session's server (``hms``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hive_metastore.ttypes import (
+    AddCheckConstraintRequest,
+    AddDefaultConstraintRequest,
+    AddForeignKeyRequest,
+    AddNotNullConstraintRequest,
+    AddPrimaryKeyRequest,
+    AddUniqueConstraintRequest,
+    AllTableConstraintsRequest,
+    CheckConstraintsRequest,
+    CreateTableRequest,
+    Database,
+    DefaultConstraintsRequest,
+    DropConstraintRequest,
+    FieldSchema,
+    ForeignKeysRequest,
+    InvalidObjectException,
+    MetaException,
+    NoSuchObjectException,
+    NotNullConstraintsRequest,
+    PrimaryKeysRequest,
+    SerDeInfo,
+    SQLCheckConstraint,
+    SQLDefaultConstraint,
+    SQLForeignKey,
+    SQLNotNullConstraint,
+    SQLPrimaryKey,
+    SQLUniqueConstraint,
+    StorageDescriptor,
+    Table,
+    UniqueConstraintsRequest,
+)
+
+ORC = (
+    "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+    "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+    "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+)
+
+
+def _table(
+    db: str, name: str, cols: list[tuple[str, str]], parts: list[tuple[str, str]] | None = None, **params: str
+) -> Table:
+    sd = StorageDescriptor(
+        cols=[FieldSchema(n, t, None) for n, t in cols],
+        inputFormat=ORC[0],
+        outputFormat=ORC[1],
+        serdeInfo=SerDeInfo(serializationLib=ORC[2], parameters={}),
+        parameters={},
+    )
+    return Table(
+        tableName=name,
+        dbName=db,
+        sd=sd,
+        partitionKeys=[FieldSchema(n, t, None) for n, t in parts or []],
+        tableType="MANAGED_TABLE",
+        parameters=dict(params),
+    )
+
+
+@pytest.fixture()
+def db(hms: Any, unique_name: str) -> Any:
+    """A database of the test's own, dropped with its tables afterwards."""
+    hms.create_database(Database(name=unique_name, parameters={}))
+    yield unique_name
+    hms.drop_database(unique_name, True, True)
+
+
+def _pk(db: str, tbl: str, col: str, seq: int = 1, name: str | None = None) -> SQLPrimaryKey:
+    return SQLPrimaryKey(db, tbl, col, seq, name, False, False, True)
+
+
+def _fk(
+    pk: tuple[str, str, str], fk: tuple[str, str, str], seq: int = 1, name: str | None = None
+) -> SQLForeignKey:
+    return SQLForeignKey(*pk, *fk, seq, 1, 2, name, None, True, False, False)
+
+
+# ---------------------------------------------------------------------------------- constraints
+def test_constraints_of_each_kind_round_trip(hms: Any, db: str) -> None:
+    cols = [("id", "int"), ("region", "string"), ("amount", "decimal(10,2)"), ("note", "string")]
+    hms.create_table_with_constraints(
+        _table(db, "Orders", cols, [("ds", "string")]),
+        [_pk(db, "orders", "id", 1, "orders_pk"), _pk(db, "orders", "ds", 2, "orders_pk")],
+        [],
+        [SQLUniqueConstraint("hive", db, "orders", "note", 1, "orders_uk", True, False, False)],
+        [SQLNotNullConstraint("hive", db, "orders", "Region", "orders_nn", True, True, False)],
+        [SQLDefaultConstraint("hive", db, "orders", "amount", "0.0", "orders_dc", True, False, True)],
+        [SQLCheckConstraint("hive", db, "orders", "amount", "amount >= 0", "orders_ck", True, False, True)],
+    )
+    pks = hms.get_primary_keys(PrimaryKeysRequest(db, "ORDERS", catName="hive")).primaryKeys
+    assert [(p.table_db, p.table_name, p.column_name, p.key_seq, p.pk_name) for p in pks] == [
+        (db, "orders", "id", 1, "orders_pk"),
+        (db, "orders", "ds", 2, "orders_pk"),
+    ]
+    assert (pks[0].enable_cstr, pks[0].validate_cstr, pks[0].rely_cstr, pks[0].catName) == (
+        False,
+        False,
+        True,
+        "hive",
+    )
+    uks = hms.get_unique_constraints(UniqueConstraintsRequest("hive", db, "orders")).uniqueConstraints
+    assert [(u.column_name, u.key_seq, u.uk_name, u.enable_cstr) for u in uks] == [
+        ("note", 1, "orders_uk", True)
+    ]
+    nns = hms.get_not_null_constraints(NotNullConstraintsRequest("hive", db, "orders")).notNullConstraints
+    assert [(n.column_name, n.nn_name, n.enable_cstr, n.validate_cstr) for n in nns] == [
+        ("region", "orders_nn", True, True)
+    ]
+    dcs = hms.get_default_constraints(DefaultConstraintsRequest("hive", db, "orders")).defaultConstraints
+    assert [(d.column_name, d.default_value, d.dc_name, d.rely_cstr) for d in dcs] == [
+        ("amount", "0.0", "orders_dc", True)
+    ]
+    ccs = hms.get_check_constraints(CheckConstraintsRequest("hive", db, "orders")).checkConstraints
+    assert [(c.column_name, c.check_expression, c.dc_name) for c in ccs] == [
+        ("amount", "amount >= 0", "orders_ck")
+    ]
+
+    # a foreign key from another table, referencing the composite primary key
+    hms.create_table(_table(db, "lines", [("order_id", "int"), ("order_ds", "string"), ("n", "int")]))
+    hms.add_foreign_key(
+        AddForeignKeyRequest(
+            [
+                _fk((db, "orders", "id"), (db, "lines", "order_id"), 1, "lines_fk"),
+                _fk((db, "orders", "ds"), (db, "lines", "order_ds"), 2, "lines_fk"),
+            ]
+        )
+    )
+    fks = hms.get_foreign_keys(ForeignKeysRequest(None, None, db, "lines", catName="hive")).foreignKeys
+    assert [
+        (
+            f.pktable_db,
+            f.pktable_name,
+            f.pkcolumn_name,
+            f.fktable_name,
+            f.fkcolumn_name,
+            f.key_seq,
+            f.fk_name,
+            f.pk_name,
+        )
+        for f in fks
+    ] == [
+        (db, "orders", "id", "lines", "order_id", 1, "lines_fk", "orders_pk"),
+        (db, "orders", "ds", "lines", "order_ds", 2, "lines_fk", "orders_pk"),
+    ]
+    assert (fks[0].update_rule, fks[0].delete_rule, fks[0].enable_cstr, fks[0].catName) == (
+        1,
+        2,
+        True,
+        "hive",
+    )
+    by_parent = hms.get_foreign_keys(ForeignKeysRequest(db, "orders", None, None, catName="hive")).foreignKeys
+    assert [f.fk_name for f in by_parent] == ["lines_fk", "lines_fk"]
+
+    every = hms.get_all_table_constraints(
+        AllTableConstraintsRequest(db, "orders", "hive")
+    ).allTableConstraints
+    assert [p.pk_name for p in every.primaryKeys] == ["orders_pk", "orders_pk"]
+    assert every.foreignKeys == []  # orders holds none: its foreign keys are those it references from
+    assert [len(every.uniqueConstraints), len(every.notNullConstraints)] == [1, 1]
+    assert [len(every.defaultConstraints), len(every.checkConstraints)] == [1, 1]
+    lines = hms.get_all_table_constraints(AllTableConstraintsRequest(db, "lines", "hive")).allTableConstraints
+    assert [f.fk_name for f in lines.foreignKeys] == ["lines_fk", "lines_fk"]
+    assert lines.primaryKeys == []
+
+
+def test_add_constraint_calls_and_generated_names(hms: Any, db: str) -> None:
+    hms.create_table(_table(db, "t", [("a", "int"), ("b", "string"), ("c", "int")]))
+    hms.add_primary_key(AddPrimaryKeyRequest([_pk(db, "t", "A")]))
+    hms.add_unique_constraint(
+        AddUniqueConstraintRequest([SQLUniqueConstraint("hive", db, "t", "b", 1, None, False, False, False)])
+    )
+    hms.add_not_null_constraint(
+        AddNotNullConstraintRequest([SQLNotNullConstraint("hive", db, "t", "c", None, True, False, False)])
+    )
+    hms.add_default_constraint(
+        AddDefaultConstraintRequest(
+            [SQLDefaultConstraint("hive", db, "t", "c", "7", None, True, False, False)]
+        )
+    )
+    hms.add_check_constraint(
+        AddCheckConstraintRequest(
+            [SQLCheckConstraint("hive", db, "t", None, "a > c", "t_ck", True, False, False)]
+        )
+    )
+    every = hms.get_all_table_constraints(AllTableConstraintsRequest(db, "t", "hive")).allTableConstraints
+    assert [(p.column_name, p.pk_name.split("_")[0]) for p in every.primaryKeys] == [("a", "pk")]
+    assert [(u.column_name, u.uk_name.split("_")[0]) for u in every.uniqueConstraints] == [("b", "uk")]
+    assert [(n.column_name, n.nn_name.split("_")[0]) for n in every.notNullConstraints] == [("c", "nn")]
+    assert [(d.default_value, d.dc_name.split("_")[0]) for d in every.defaultConstraints] == [("7", "dc")]
+    assert [(c.column_name, c.check_expression) for c in every.checkConstraints] == [(None, "a > c")]
+    # a self-referencing foreign key (c onto the primary key a), named by the metastore
+    hms.add_foreign_key(AddForeignKeyRequest([_fk((db, "t", "a"), (db, "t", "c"), 1)]))
+    fks = hms.get_foreign_keys(ForeignKeysRequest(db, "t", db, "t")).foreignKeys
+    assert [(f.pkcolumn_name, f.fkcolumn_name, f.fk_name[:3]) for f in fks] == [("a", "c", "fk_")]
+    with pytest.raises(
+        MetaException, match="Cannot be both foreign key and primary/unique key on same table"
+    ):
+        hms.add_foreign_key(AddForeignKeyRequest([_fk((db, "t", "b"), (db, "t", "b"), 1, "t_fk2")]))
+
+
+def test_constraint_refusals(hms: Any, db: str) -> None:
+    hms.create_table(_table(db, "p", [("id", "int"), ("v", "string")]))
+    hms.create_table(_table(db, "c", [("pid", "int"), ("pv", "bigint")]))
+    with pytest.raises(MetaException, match="Parent table not found: nope"):
+        hms.add_primary_key(AddPrimaryKeyRequest([_pk(db, "nope", "id")]))
+    with pytest.raises(MetaException, match="Parent column not found: zz"):
+        hms.add_primary_key(AddPrimaryKeyRequest([_pk(db, "p", "zz")]))
+    with pytest.raises(MetaException, match="no primary keys or unique keys"):
+        hms.add_foreign_key(AddForeignKeyRequest([_fk((db, "p", "id"), (db, "c", "pid"), 1, "c_fk")]))
+    hms.add_primary_key(AddPrimaryKeyRequest([_pk(db, "p", "id", 1, "p_pk")]))
+    with pytest.raises(MetaException, match=f"Primary key already exists for: hive.{db}.p"):
+        hms.add_primary_key(AddPrimaryKeyRequest([_pk(db, "p", "v", 1, "p_pk2")]))
+    with pytest.raises(MetaException, match=f"Constraint name already exists: {db}.p.p_pk"):
+        hms.add_not_null_constraint(
+            AddNotNullConstraintRequest(
+                [SQLNotNullConstraint("hive", db, "p", "v", "P_PK", True, False, False)]
+            )
+        )
+    with pytest.raises(MetaException, match="Foreign key references v:int; but no corresponding"):
+        hms.add_foreign_key(AddForeignKeyRequest([_fk((db, "p", "v"), (db, "c", "pid"), 1, "c_fk")]))
+    with pytest.raises(MetaException, match="Foreign key references id:bigint; but no corresponding"):
+        hms.add_foreign_key(AddForeignKeyRequest([_fk((db, "p", "id"), (db, "c", "pv"), 1, "c_fk")]))
+    with pytest.raises(MetaException, match="Child column not found: zz"):
+        hms.add_foreign_key(AddForeignKeyRequest([_fk((db, "p", "id"), (db, "c", "zz"), 1, "c_fk")]))
+    # a refused create_table_with_constraints leaves no table behind
+    with pytest.raises(InvalidObjectException, match="Parent column not found: nope"):
+        hms.create_table_with_constraints(
+            _table(db, "half", [("x", "int")]), [_pk(db, "half", "nope")], [], [], [], [], []
+        )
+    assert "half" not in hms.get_all_tables(db)
+    # nothing of the refused calls was stored
+    assert hms.get_foreign_keys(ForeignKeysRequest(None, None, db, "c")).foreignKeys == []
+    assert [p.column_name for p in hms.get_primary_keys(PrimaryKeysRequest(db, "p")).primaryKeys] == ["id"]
+    # the constraints of a missing table: none, as Hive
+    assert hms.get_primary_keys(PrimaryKeysRequest(db, "missing")).primaryKeys == []
+    assert (
+        hms.get_check_constraints(CheckConstraintsRequest("hive", "nodb", "missing")).checkConstraints == []
+    )
+
+
+def test_drop_constraint(hms: Any, db: str) -> None:
+    hms.create_table(_table(db, "p", [("id", "int")]))
+    hms.create_table(_table(db, "c", [("pid", "int")]))
+    hms.add_primary_key(AddPrimaryKeyRequest([_pk(db, "p", "id", 1, "p_pk")]))
+    hms.add_foreign_key(AddForeignKeyRequest([_fk((db, "p", "id"), (db, "c", "pid"), 1, "c_fk")]))
+    with pytest.raises(
+        NoSuchObjectException, match=f"The constraint: nope does not exist for the associated table: {db}.p"
+    ):
+        hms.drop_constraint(DropConstraintRequest(db, "p", "nope", "hive"))
+    with pytest.raises(NoSuchObjectException):
+        hms.drop_constraint(DropConstraintRequest(db, "missing", "p_pk", "hive"))
+    hms.drop_constraint(DropConstraintRequest(db, "c", "C_FK"))  # from the table holding it
+    assert hms.get_foreign_keys(ForeignKeysRequest(None, None, db, "c")).foreignKeys == []
+    hms.drop_constraint(DropConstraintRequest(db, "p", "p_pk", "hive"))
+    assert hms.get_primary_keys(PrimaryKeysRequest(db, "p")).primaryKeys == []
+    with pytest.raises(NoSuchObjectException):
+        hms.drop_constraint(DropConstraintRequest(db, "p", "p_pk", "hive"))
+
+
+def test_constraints_follow_renames_and_go_with_dropped_tables(hms: Any, db: str, unique_name: str) -> None:
+    other = unique_name + "x"
+    hms.create_database(Database(name=other, parameters={}))
+    try:
+        hms.create_table_req(
+            CreateTableRequest(
+                table=_table(db, "p", [("id", "int")]),
+                primaryKeys=[_pk(db, "p", "id", 1, "p_pk")],
+                notNullConstraints=[SQLNotNullConstraint("hive", db, "p", "id", "p_nn", True, False, False)],
+            )
+        )
+        hms.create_table(_table(db, "c", [("pid", "int")]))
+        hms.add_foreign_key(AddForeignKeyRequest([_fk((db, "p", "id"), (db, "c", "pid"), 1, "c_fk")]))
+        renamed = hms.get_table(db, "p")
+        renamed.dbName, renamed.tableName = other, "p2"
+        hms.alter_table(db, "p", renamed)
+        assert hms.get_primary_keys(PrimaryKeysRequest(db, "p")).primaryKeys == []
+        pks = hms.get_primary_keys(PrimaryKeysRequest(other, "p2")).primaryKeys
+        assert [(p.table_db, p.table_name, p.pk_name) for p in pks] == [(other, "p2", "p_pk")]
+        fks = hms.get_foreign_keys(ForeignKeysRequest(None, None, db, "c")).foreignKeys
+        assert [(f.pktable_db, f.pktable_name, f.pk_name) for f in fks] == [(other, "p2", "p_pk")]
+        # dropping the referenced table drops the foreign keys onto it too (as Hive)
+        hms.drop_table(other, "p2", True)
+        assert hms.get_foreign_keys(ForeignKeysRequest(None, None, db, "c")).foreignKeys == []
+        # a new table of the same name starts without constraints
+        hms.create_table(_table(other, "p2", [("id", "int")]))
+        every = hms.get_all_table_constraints(
+            AllTableConstraintsRequest(other, "p2", "hive")
+        ).allTableConstraints
+        assert every.primaryKeys == [] and every.notNullConstraints == []
+    finally:
+        hms.drop_database(other, True, True)
