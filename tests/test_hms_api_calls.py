@@ -6,6 +6,8 @@ Each test works in databases of its own on the session's server (``hms``).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,16 +20,25 @@ from hive_metastore.ttypes import (
     AddUniqueConstraintRequest,
     AllTableConstraintsRequest,
     CheckConstraintsRequest,
+    ColumnStatistics,
+    ColumnStatisticsData,
+    ColumnStatisticsDesc,
+    ColumnStatisticsObj,
     CreateTableRequest,
     Database,
     DefaultConstraintsRequest,
     DropConstraintRequest,
+    EnvironmentContext,
     FieldSchema,
     ForeignKeysRequest,
     InvalidObjectException,
+    LongColumnStatsData,
     MetaException,
     NoSuchObjectException,
+    NotificationEventRequest,
     NotNullConstraintsRequest,
+    Partition,
+    PartitionsStatsRequest,
     PrimaryKeysRequest,
     SerDeInfo,
     SQLCheckConstraint,
@@ -38,6 +49,8 @@ from hive_metastore.ttypes import (
     SQLUniqueConstraint,
     StorageDescriptor,
     Table,
+    TableStatsRequest,
+    TruncateTableRequest,
     UniqueConstraintsRequest,
 )
 
@@ -300,3 +313,105 @@ def test_constraints_follow_renames_and_go_with_dropped_tables(hms: Any, db: str
         assert every.primaryKeys == [] and every.notNullConstraints == []
     finally:
         hms.drop_database(other, True, True)
+
+
+# ---------------------------------------------------------------------------------- truncate
+def _col_stats(db: str, tbl: str, part_name: str | None = None) -> ColumnStatistics:
+    data = ColumnStatisticsData(longStats=LongColumnStatsData(lowValue=1, highValue=9, numNulls=0, numDVs=3))
+    desc = ColumnStatisticsDesc(isTblLevel=part_name is None, dbName=db, tableName=tbl, partName=part_name)
+    return ColumnStatistics(desc, [ColumnStatisticsObj("id", "int", data)], engine="hive")
+
+
+def _files(location: str, names: list[str]) -> Path:
+    directory = Path(location.removeprefix("file:"))
+    for name in names:
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_bytes(b"x" * 10)
+    return directory
+
+
+STATS = {"numFiles": "3", "totalSize": "30", "numRows": "12", "rawDataSize": "99"}
+
+
+def test_truncate_unpartitioned_table(hms: Any, db: str) -> None:
+    hms.create_table(
+        _table(
+            db,
+            "t",
+            [("id", "int")],
+            **STATS,
+            COLUMN_STATS_ACCURATE='{"BASIC_STATS":"true","COLUMN_STATS":{"id":"true"}}',
+        )
+    )
+    table = hms.get_table(db, "t")
+    directory = _files(table.sd.location, ["a.orc", "sub/b.orc", ".hidden", "_SUCCESS"])
+    hms.update_table_column_statistics(_col_stats(db, "t"))
+    before = hms.get_current_notificationEventId().eventId
+    hms.truncate_table(db, "T", None)
+    assert directory.is_dir() and list(directory.iterdir()) == []
+    params = hms.get_table(db, "t").parameters
+    assert {k: params[k] for k in STATS} == {
+        "numFiles": "0",
+        "totalSize": "0",
+        "numRows": "0",
+        "rawDataSize": "0",
+    }
+    assert json.loads(params["COLUMN_STATS_ACCURATE"]) == {"BASIC_STATS": "true"}
+    assert hms.get_table_statistics_req(TableStatsRequest(db, "t", ["id"], engine="hive")).tableStats == []
+    evs = hms.get_next_notification(NotificationEventRequest(lastEvent=before)).events
+    alter = [e for e in evs if e.eventType == "ALTER_TABLE" and e.tableName == "t"]
+    assert len(alter) == 1 and json.loads(alter[0].message)["isTruncateOp"] == "true"
+    assert [e.eventType for e in evs if e.tableName == "t"] == ["ALTER_TABLE", "DELETE_TBL_COL_STAT_EVENT"]
+    # a table without statistics gets no zeros, only the accuracy marker
+    hms.create_table(_table(db, "bare", [("id", "int")]))
+    hms.truncate_table_req(TruncateTableRequest(db, "bare"))
+    params = hms.get_table(db, "bare").parameters
+    assert "numRows" not in params and json.loads(params["COLUMN_STATS_ACCURATE"]) == {"BASIC_STATS": "true"}
+
+
+def test_truncate_partitions(hms: Any, db: str) -> None:
+    hms.create_table(_table(db, "p", [("id", "int")], [("ds", "string")]))
+    table = hms.get_table(db, "p")
+    parts = []
+    for ds in ("d1", "d2", "d3"):
+        part = Partition(values=[ds], dbName=db, tableName="p", sd=table.sd, parameters=dict(STATS))
+        part.sd = StorageDescriptor(**{**table.sd.__dict__, "location": f"{table.sd.location}/ds={ds}"})
+        parts.append(part)
+    hms.add_partitions(parts)
+    dirs = {p.values[0]: _files(p.sd.location, ["f.orc"]) for p in hms.get_partitions(db, "p", -1)}
+    stray = _files(table.sd.location, ["outside.orc"])  # in the table directory, in no partition
+    hms.update_partition_column_statistics(_col_stats(db, "p", "ds=d1"))
+    hms.update_partition_column_statistics(_col_stats(db, "p", "ds=d2"))
+    hms.truncate_table(db, "p", ["ds=d1", "ds=nope"])
+    assert list(dirs["d1"].iterdir()) == [] and list(dirs["d2"].iterdir()) != []
+    got = {p.values[0]: p.parameters for p in hms.get_partitions(db, "p", -1)}
+    assert got["d1"]["numRows"] == "0" and got["d2"]["numRows"] == "12"
+    assert json.loads(got["d1"]["COLUMN_STATS_ACCURATE"]) == {"BASIC_STATS": "true"}
+    req = PartitionsStatsRequest(db, "p", ["id"], ["ds=d1", "ds=d2"], engine="hive")
+    assert list(hms.get_partitions_statistics_req(req).partStats) == ["ds=d2"]
+    # the whole partitioned table: every partition, not the table directory itself
+    hms.truncate_table_req(TruncateTableRequest(db, "p"))
+    assert all(list(d.iterdir()) == [] for d in dirs.values())
+    assert (stray / "outside.orc").exists()
+    assert {p.parameters["totalSize"] for p in hms.get_partitions(db, "p", -1)} == {"0"}
+    assert hms.get_table(db, "p").parameters.get("numRows") is None
+
+
+def test_truncate_refusals_and_acid_skip(hms: Any, db: str) -> None:
+    with pytest.raises(MetaException, match=f"{db}.missing table not found"):
+        hms.truncate_table(db, "missing", None)
+    hms.create_table(
+        _table(db, "acid", [("id", "int")], transactional="true", numRows="5", numFiles="1", totalSize="10")
+    )
+    location = hms.get_table(db, "acid").sd.location
+    directory = _files(location, ["delta_0000001_0000001_0000/bucket_00000"])
+    hms.truncate_table_req(
+        TruncateTableRequest(
+            db, "acid", writeId=2, environmentContext=EnvironmentContext({"truncateSkipDataDeletion": "true"})
+        )
+    )
+    assert (directory / "delta_0000001_0000001_0000/bucket_00000").exists()  # kept: the new base hides it
+    marker = json.loads((directory / "base_0000002" / "_metadata_acid").read_text())
+    assert marker == {"thisFileVersion": "0", "dataFormat": "truncated"}
+    table = hms.get_table(db, "acid")
+    assert table.parameters["numRows"] == "0" and table.writeId == 2

@@ -42,6 +42,7 @@ from hivemesh.metastore.schema import CTLGS, DBS
 from hivemesh.metastore.statistics import StatisticsMixin
 from hivemesh.metastore.store import Store
 from hivemesh.metastore.tables import TableMixin
+from hivemesh.metastore.truncate import TruncateMixin
 from hivemesh.metastore.txns import TxnMixin
 from hivemesh.thrift.server import connection
 
@@ -56,6 +57,7 @@ class LocalMetastore(
     TableMixin,
     PartitionMixin,
     ConstraintMixin,
+    TruncateMixin,
     FunctionMixin,
     StatisticsMixin,
     RequestFormsMixin,

@@ -7,6 +7,7 @@ hivemesh's own databases (:mod:`hivemesh.storage.sql`). Lower layers: :mod:`hive
 from hivemesh.storage.locations import (
     delete_dir,
     delete_path,
+    empty_dir,
     exists,
     is_subdir,
     join_location,
@@ -21,11 +22,13 @@ from hivemesh.storage.locations import (
     remove_path,
     resolve_location,
     same_location,
+    write_file,
 )
 
 __all__ = [
     "delete_dir",
     "delete_path",
+    "empty_dir",
     "exists",
     "is_subdir",
     "join_location",
@@ -40,4 +43,5 @@ __all__ = [
     "remove_path",
     "resolve_location",
     "same_location",
+    "write_file",
 ]
