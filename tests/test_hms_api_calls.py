@@ -19,19 +19,27 @@ from hive_metastore.ttypes import (
     AddPrimaryKeyRequest,
     AddUniqueConstraintRequest,
     AllTableConstraintsRequest,
+    AlreadyExistsException,
+    AlterCatalogRequest,
+    Catalog,
     CheckConstraintsRequest,
     ColumnStatistics,
     ColumnStatisticsData,
     ColumnStatisticsDesc,
     ColumnStatisticsObj,
+    CreateCatalogRequest,
     CreateTableRequest,
     Database,
     DefaultConstraintsRequest,
+    DropCatalogRequest,
     DropConstraintRequest,
     EnvironmentContext,
     FieldSchema,
     ForeignKeysRequest,
+    GetCatalogRequest,
+    GetTableRequest,
     InvalidObjectException,
+    InvalidOperationException,
     LongColumnStatsData,
     MetaException,
     NoSuchObjectException,
@@ -415,3 +423,77 @@ def test_truncate_refusals_and_acid_skip(hms: Any, db: str) -> None:
     assert marker == {"thisFileVersion": "0", "dataFormat": "truncated"}
     table = hms.get_table(db, "acid")
     assert table.parameters["numRows"] == "0" and table.writeId == 2
+
+
+# ---------------------------------------------------------------------------------- catalogs
+def test_catalog_life_cycle(hms: Any, unique_name: str, tmp_path: Path) -> None:
+    cat, location = unique_name, f"file:{tmp_path / 'cat'}"
+    hms.create_catalog(
+        CreateCatalogRequest(Catalog(name=cat.upper(), description="test", locationUri=location))
+    )
+    got = hms.get_catalog(GetCatalogRequest(cat)).catalog
+    assert (got.name, got.description, got.locationUri, got.createTime > 0) == (cat, "test", location, True)
+    assert cat in hms.get_catalogs().names and "hive" in hms.get_catalogs().names
+    assert (tmp_path / "cat").is_dir()
+    # its default database, at the catalog's location
+    default = hms.get_database(f"@{cat}#default")
+    assert (default.catalogName, default.locationUri) == (cat, location)
+    assert default.description == f"Default database for catalog {cat}"
+    assert hms.get_databases(f"@{cat}#") == ["default"]
+    assert "default" in hms.get_all_databases()  # the hive catalog's, unchanged
+    with pytest.raises(AlreadyExistsException, match=f"Catalog {cat} already exists"):
+        hms.create_catalog(CreateCatalogRequest(Catalog(name=cat, locationUri=location)))
+
+    # databases and tables of the catalog by @cat#db and by catName
+    hms.create_database(Database(name="sales", catalogName=cat, parameters={}))
+    assert hms.get_database(f"@{cat}#sales").locationUri.endswith(f"{location}/sales.db")
+    with pytest.raises(NoSuchObjectException):
+        hms.get_database("sales")  # not in the hive catalog
+    table = _table("sales", "t", [("id", "int")])
+    table.catName = cat
+    hms.create_table(table)
+    assert hms.get_table(f"@{cat}#sales", "t").catName == cat
+    assert hms.get_all_tables(f"@{cat}#sales") == ["t"]
+    assert hms.get_table_req(GetTableRequest(dbName="sales", tblName="t", catName=cat)).table.tableName == "t"
+
+    with pytest.raises(InvalidOperationException, match=f"non-default databases in the catalog {cat}"):
+        hms.drop_catalog(DropCatalogRequest(cat))
+    hms.drop_database(f"@{cat}#sales", True, True)
+    hms.create_table(_table(f"@{cat}#default", "u", [("id", "int")]))
+    with pytest.raises(
+        InvalidOperationException, match=f"still objects in the default database for catalog {cat}"
+    ):
+        hms.drop_catalog(DropCatalogRequest(cat))
+    hms.drop_table(f"@{cat}#default", "u", True)
+    hms.alter_catalog(
+        AlterCatalogRequest(cat, Catalog(name=cat, description="changed", locationUri=location))
+    )
+    assert hms.get_catalog(GetCatalogRequest(cat)).catalog.description == "changed"
+
+    hms.drop_catalog(DropCatalogRequest(cat.upper()))
+    assert cat not in hms.get_catalogs().names
+    assert not (tmp_path / "cat").exists()
+    assert hms.get_databases(f"@{cat}#") == []
+    with pytest.raises(NoSuchObjectException, match=f"No catalog {cat}"):
+        hms.get_catalog(GetCatalogRequest(cat))
+    with pytest.raises(NoSuchObjectException, match=f"No catalog {cat}"):
+        hms.drop_catalog(DropCatalogRequest(cat))
+
+
+def test_catalog_refusals(hms: Any, unique_name: str, tmp_path: Path) -> None:
+    with pytest.raises(MetaException, match="Can not drop hive catalog"):
+        hms.drop_catalog(DropCatalogRequest("hive"))
+    with pytest.raises(InvalidObjectException, match="is not a valid catalog name"):
+        hms.create_catalog(CreateCatalogRequest(Catalog(name="bad-name", locationUri=str(tmp_path))))
+    with pytest.raises(InvalidObjectException, match="You must specify a path for the catalog"):
+        hms.create_catalog(CreateCatalogRequest(Catalog(name=unique_name)))
+    with pytest.raises(InvalidObjectException, match=f"No such catalog {unique_name}"):
+        hms.create_database(Database(name="x", catalogName=unique_name, parameters={}))
+    with pytest.raises(NoSuchObjectException):
+        hms.alter_catalog(
+            AlterCatalogRequest(unique_name, Catalog(name=unique_name, locationUri=str(tmp_path)))
+        )
+    with pytest.raises(InvalidOperationException):
+        hms.alter_catalog(AlterCatalogRequest("hive", Catalog(name="other", locationUri=str(tmp_path))))
+    with pytest.raises(MetaException, match="Database name is malformed"):
+        hms.get_database(f"@{unique_name}")
