@@ -497,3 +497,96 @@ def test_catalog_refusals(hms: Any, unique_name: str, tmp_path: Path) -> None:
         hms.alter_catalog(AlterCatalogRequest("hive", Catalog(name="other", locationUri=str(tmp_path))))
     with pytest.raises(MetaException, match="Database name is malformed"):
         hms.get_database(f"@{unique_name}")
+
+
+# ---------------------------------------------------------------------------------- partition moves
+def _partitioned(hms: Any, db: str, name: str, days: list[str], **params: str) -> Table:
+    hms.create_table(_table(db, name, [("id", "int")], [("ds", "string"), ("hr", "string")], **params))
+    table = hms.get_table(db, name)
+    hms.add_partitions(
+        [
+            Partition(values=[d, h], dbName=db, tableName=name, parameters={"numRows": "1"})
+            for d in days
+            for h in ("00", "01")
+        ]
+    )
+    return table
+
+
+def test_get_part_specs_by_filter(hms: Any, db: str) -> None:
+    table = _partitioned(hms, db, "plain", ["d1", "d2"])
+    specs = hms.get_part_specs_by_filter(db, "plain", 'ds = "d1"', -1)
+    assert len(specs) == 1
+    spec = specs[0]
+    assert (spec.dbName, spec.tableName, spec.catName, spec.rootPath) == (
+        db,
+        "plain",
+        "hive",
+        table.sd.location,
+    )
+    assert [p.values for p in spec.partitionList.partitions] == [["d1", "00"], ["d1", "01"]]
+    assert spec.sharedSDPartitionSpec is None
+    assert sum(len(s.partitionList.partitions) for s in hms.get_partitions_pspec(db, "plain", -1)) == 4
+    # with Hive's grouping switch: one shared storage descriptor, paths relative to the table's
+    grouped = _partitioned(
+        hms, db, "grouped", ["d1"], **{"hive.hcatalog.partition.spec.grouping.enabled": "true"}
+    )
+    outside = Partition(values=["x", "00"], dbName=db, tableName="grouped", sd=grouped.sd, parameters={})
+    outside.sd = StorageDescriptor(
+        **{**grouped.sd.__dict__, "location": grouped.sd.location.rsplit("/", 1)[0] + "/elsewhere/x"}
+    )
+    hms.add_partition(outside)
+    specs = hms.get_part_specs_by_filter(db, "grouped", "", -1)
+    shared = [s for s in specs if s.sharedSDPartitionSpec is not None]
+    listed = [s for s in specs if s.partitionList is not None]
+    assert len(shared) == 1 and len(listed) == 1
+    assert (
+        shared[0].rootPath == grouped.sd.location
+        and shared[0].sharedSDPartitionSpec.sd.location == grouped.sd.location
+    )
+    assert sorted(p.relativePath for p in shared[0].sharedSDPartitionSpec.partitions) == [
+        "/ds=d1/hr=00",
+        "/ds=d1/hr=01",
+    ]
+    assert [p.values for p in listed[0].partitionList.partitions] == [["x", "00"]]
+    with pytest.raises(NoSuchObjectException):
+        hms.get_part_specs_by_filter(db, "missing", "", -1)
+    with pytest.raises(MetaException):
+        hms.get_part_specs_by_filter(db, "plain", "nokey = 1", -1)
+
+
+def test_exchange_partitions(hms: Any, db: str) -> None:
+    source = _partitioned(hms, db, "src", ["d1", "d2"])
+    hms.create_table(_table(db, "dst", [("id", "int")], [("ds", "string"), ("hr", "string")]))
+    dest = hms.get_table(db, "dst")
+    for p in hms.get_partitions(db, "src", -1):
+        _files(p.sd.location, ["f.orc"])
+    moved = hms.exchange_partitions({"ds": "d1"}, db, "src", db, "dst")
+    assert sorted(p.values for p in moved) == [["d1", "00"], ["d1", "01"]]
+    assert sorted(hms.get_partition_names(db, "src", -1)) == ["ds=d2/hr=00", "ds=d2/hr=01"]
+    got = {tuple(p.values): p for p in hms.get_partitions(db, "dst", -1)}
+    assert sorted(got) == [("d1", "00"), ("d1", "01")]
+    assert got[("d1", "00")].sd.location == f"{dest.sd.location}/ds=d1/hr=00"
+    assert got[("d1", "00")].parameters["numRows"] == "1"
+    local = Path(dest.sd.location.removeprefix("file:"))
+    assert (local / "ds=d1/hr=00/f.orc").exists() and not Path(
+        source.sd.location.removeprefix("file:"), "ds=d1"
+    ).exists()
+    one = hms.exchange_partition({"ds": "d2", "hr": "01"}, db, "src", db, "dst")
+    assert one.values == ["d2", "01"] and hms.get_partition_names(db, "src", -1) == ["ds=d2/hr=00"]
+
+    with pytest.raises(
+        MetaException, match=r"No partition is found with the values \{ds=d9\} for the table src"
+    ):
+        hms.exchange_partitions({"ds": "d9"}, db, "src", db, "dst")
+    hms.add_partition(Partition(values=["d2", "00"], dbName=db, tableName="dst", parameters={}))
+    with pytest.raises(MetaException, match="The partition ds=d2/hr=00 already exists in the table dst"):
+        hms.exchange_partitions({"ds": "d2"}, db, "src", db, "dst")
+    hms.create_table(_table(db, "other", [("id", "bigint")], [("ds", "string"), ("hr", "string")]))
+    with pytest.raises(MetaException, match="The tables have different schemas"):
+        hms.exchange_partitions({"ds": "d2"}, db, "src", db, "other")
+    with pytest.raises(MetaException, match=f"The source table hive.{db}.nope not found"):
+        hms.exchange_partitions({"ds": "d2"}, db, "nope", db, "dst")
+    with pytest.raises(MetaException, match=f"The destination table hive.{db}.nope not found"):
+        hms.exchange_partitions({"ds": "d2"}, db, "src", db, "nope")
+    assert hms.get_partition_names(db, "src", -1) == ["ds=d2/hr=00"]  # the refusals changed nothing

@@ -29,6 +29,7 @@ from hivemesh.metastore.catalogs import CatalogMixin
 from hivemesh.metastore.conformance import ConformanceMixin, is_meta_conf, meta_conf
 from hivemesh.metastore.constraints import ConstraintMixin
 from hivemesh.metastore.databases import DEFAULT_DB, DatabaseMixin
+from hivemesh.metastore.exchange import ExchangeMixin
 from hivemesh.metastore.functions import FunctionMixin
 from hivemesh.metastore.locks import LockMixin
 from hivemesh.metastore.notifications import NotificationMixin
@@ -52,6 +53,7 @@ class LocalMetastore(
     CatalogMixin,
     DatabaseMixin,
     TableMixin,
+    ExchangeMixin,
     PartitionMixin,
     ConstraintMixin,
     TruncateMixin,
