@@ -7,11 +7,14 @@ Each test works in databases of its own on the session's server (``hms``).
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from hive_metastore.ttypes import (
+    AbortTxnRequest,
     AddCheckConstraintRequest,
     AddDefaultConstraintRequest,
     AddForeignKeyRequest,
@@ -27,9 +30,11 @@ from hive_metastore.ttypes import (
     ColumnStatisticsData,
     ColumnStatisticsDesc,
     ColumnStatisticsObj,
+    CommitTxnRequest,
     CreateCatalogRequest,
     CreateTableRequest,
     Database,
+    DataOperationType,
     DefaultConstraintsRequest,
     DropCatalogRequest,
     DropConstraintRequest,
@@ -40,11 +45,17 @@ from hive_metastore.ttypes import (
     GetTableRequest,
     InvalidObjectException,
     InvalidOperationException,
+    LockComponent,
+    LockLevel,
+    LockRequest,
+    LockState,
+    LockType,
     LongColumnStatsData,
     MetaException,
     NoSuchObjectException,
     NotificationEventRequest,
     NotNullConstraintsRequest,
+    OpenTxnRequest,
     Partition,
     PartitionsStatsRequest,
     PrimaryKeysRequest,
@@ -61,6 +72,10 @@ from hive_metastore.ttypes import (
     TruncateTableRequest,
     UniqueConstraintsRequest,
 )
+
+from hivemesh.metastore.handler import LocalMetastore
+from hivemesh.metastore.store import Store
+from hivemesh.metastore.txn_schema import WRITE_SET
 
 ORC = (
     "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
@@ -590,3 +605,66 @@ def test_exchange_partitions(hms: Any, db: str) -> None:
     with pytest.raises(MetaException, match=f"The destination table hive.{db}.nope not found"):
         hms.exchange_partitions({"ds": "d2"}, db, "src", db, "nope")
     assert hms.get_partition_names(db, "src", -1) == ["ds=d2/hr=00"]  # the refusals changed nothing
+
+
+# ---------------------------------------------------------------------------------- write conflicts
+def _open(hms: Any) -> int:
+    return hms.open_txns(OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+
+
+def _write_lock(hms: Any, txn: int, db: str, table: str, op: int, part: str | None = None) -> None:
+    comp = LockComponent(
+        type=LockType.SHARED_WRITE,
+        level=LockLevel.PARTITION if part else LockLevel.TABLE,
+        dbname=db,
+        tablename=table,
+        partitionname=part,
+        operationType=op,
+        isTransactional=True,
+    )
+    assert (
+        hms.lock(LockRequest(component=[comp], txnid=txn, user="u", hostname="h")).state == LockState.ACQUIRED
+    )
+
+
+def test_get_latest_txnid_in_conflict(hms: Any, db: str) -> None:
+    first, second, reader = _open(hms), _open(hms), _open(hms)
+    _write_lock(hms, first, db, "t", DataOperationType.UPDATE)
+    _write_lock(hms, second, db, "t", DataOperationType.DELETE)
+    _write_lock(hms, reader, db, "other", DataOperationType.UPDATE)
+    assert hms.get_latest_txnid_in_conflict(second) == 0  # nothing committed yet
+    hms.commit_txn(CommitTxnRequest(txnid=first))
+    assert hms.get_latest_txnid_in_conflict(second) == first  # overlapped, same table
+    assert hms.get_latest_txnid_in_conflict(reader) == 0  # another table
+    later = _open(hms)  # began after the commit: no overlap
+    _write_lock(hms, later, db, "t", DataOperationType.UPDATE)
+    assert hms.get_latest_txnid_in_conflict(later) == 0
+    # partitions: only the same partition conflicts
+    p1, p2 = _open(hms), _open(hms)
+    _write_lock(hms, p1, db, "pt", DataOperationType.UPDATE, "ds=1")
+    _write_lock(hms, p2, db, "pt", DataOperationType.UPDATE, "ds=2")
+    hms.commit_txn(CommitTxnRequest(txnid=p1))
+    assert hms.get_latest_txnid_in_conflict(p2) == 0
+    for t in (second, reader, later, p2):
+        hms.abort_txn(AbortTxnRequest(txnid=t))
+    assert hms.get_latest_txnid_in_conflict(10**12) == 0  # an unknown txn: no conflict
+
+
+def test_write_set_follows_the_txn_purge_and_the_table(tmp_path: Path) -> None:
+    """In process (a store of its own: the purge would disturb the shared one)."""
+    store = Store(f"sqlite:///{tmp_path / 'ms.db'}")
+    try:
+        m = LocalMetastore(store, str(tmp_path / "wh"))
+        early, late = (_open(m) for _ in range(2))
+        _write_lock(m, early, "default", "t", DataOperationType.UPDATE)
+        _write_lock(m, late, "default", "t", DataOperationType.UPDATE)
+        m.commit_txn(CommitTxnRequest(txnid=early))
+        future = int(time.time() * 1000) + 10
+        m.purge_completed_txns(retention_ms=0, now=future)
+        assert m.get_latest_txnid_in_conflict(late) == early  # `late` is open: the record stays
+        m.abort_txn(AbortTxnRequest(txnid=late))
+        m.purge_completed_txns(retention_ms=0, now=future)
+        with store.read() as conn:
+            assert conn.execute(sa.select(sa.func.count()).select_from(WRITE_SET)).scalar() == 0
+    finally:
+        store.dispose()
