@@ -40,10 +40,10 @@ class ExchangeMixin(PartitionMixin):
         dest_db: str,
         dest_table_name: str,
     ) -> Partition:
-        """:meth:`exchange_partitions`; returns the first partition moved."""
-        return self.exchange_partitions(
-            partitionSpecs, source_db, source_table_name, dest_db, dest_table_name
-        )[0]
+        """:meth:`exchange_partitions`; returns an empty Partition, as Hive 4 does (not the
+        partitions moved: those are what ``exchange_partitions`` returns)."""
+        self.exchange_partitions(partitionSpecs, source_db, source_table_name, dest_db, dest_table_name)
+        return Partition()
 
     def exchange_partitions(
         self,
