@@ -616,6 +616,7 @@ def api_scenario(c: Any, warehouse: Path) -> tuple[list[tuple[str, str]], dict[s
         return T.Partition(values=values, dbName=db, tableName=name, sd=sd, parameters=dict(params))
 
     # --- constraints
+    first_event = c.get_current_notificationEventId().eventId
     pk = T.SQLPrimaryKey(db, "p", "id", 1, "p_pk", True, False, True)
     r(
         "create with constraints",
@@ -730,6 +731,13 @@ def api_scenario(c: Any, warehouse: Path) -> tuple[list[tuple[str, str]], dict[s
     )
     r("drop pk", lambda: c.drop_constraint(T.DropConstraintRequest(db, "p", "P_PK", "hive")))
     r("primary keys after drop", lambda: _plain(c.get_primary_keys(T.PrimaryKeysRequest(db, "p", "hive"))))
+    r(
+        "constraint events",
+        lambda: [
+            (e.eventType, e.catName, e.dbName, e.tableName, sorted(_decode(e)))
+            for e in c.get_next_notification(T.NotificationEventRequest(first_event)).events
+        ],
+    )
 
     # --- truncate
     stats = {"numFiles": "2", "numRows": "10", "totalSize": "20", "rawDataSize": "30"}

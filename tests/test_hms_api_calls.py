@@ -73,6 +73,7 @@ from hive_metastore.ttypes import (
     UniqueConstraintsRequest,
 )
 
+from hivemesh.hive import event_messages
 from hivemesh.metastore.handler import LocalMetastore
 from hivemesh.metastore.store import Store
 from hivemesh.metastore.txn_schema import WRITE_SET
@@ -669,3 +670,46 @@ def test_write_set_follows_the_txn_purge_and_the_table(tmp_path: Path) -> None:
             assert conn.execute(sa.select(sa.func.count()).select_from(WRITE_SET)).scalar() == 0
     finally:
         store.dispose()
+
+
+def test_constraint_events(hms: Any, db: str) -> None:
+    """Hive's events, in Hive 4.2's order: CREATE_TABLE, then one event per kind of constraint;
+    a foreign key's event is named after the table it references."""
+    start = hms.get_current_notificationEventId().eventId
+    hms.create_table_with_constraints(
+        _table(db, "p", [("id", "int"), ("name", "string")]),
+        [_pk(db, "p", "id", 1, "p_pk")],
+        [],
+        [SQLUniqueConstraint("hive", db, "p", "name", 1, "p_uk", False, False, False)],
+        [SQLNotNullConstraint("hive", db, "p", "name", None, True, False, False)],
+        [SQLDefaultConstraint("hive", db, "p", "name", "'x'", "p_dc", True, False, False)],
+        [SQLCheckConstraint("hive", db, "p", "id", "id > 0", "p_cc", True, False, False)],
+    )
+    hms.create_table(_table(db, "c", [("id", "int")]))
+    hms.add_foreign_key(AddForeignKeyRequest([_fk((db, "p", "ID"), (db, "c", "id"), 1, "c_fk")]))
+    hms.drop_constraint(DropConstraintRequest(db, "C", "c_fk", "hive"))
+    got = [
+        event_messages.parse_event(e)
+        for e in hms.get_next_notification(NotificationEventRequest(start)).events
+    ]
+    assert [(m.event.eventType, m.db, m.table_name) for m in got] == [
+        ("CREATE_TABLE", db, "p"),
+        ("ADD_PRIMARYKEY", db, "p"),
+        ("ADD_UNIQUECONSTRAINT", db, "p"),
+        ("ADD_NOTNULLCONSTRAINT", db, "p"),
+        ("ADD_CHECKCONSTRAINT", db, "p"),
+        ("ADD_DEFAULTCONSTRAINT", db, "p"),
+        ("CREATE_TABLE", db, "c"),
+        ("ADD_FOREIGNKEY", db, "p"),
+        ("DROP_CONSTRAINT", db, "c"),
+    ]
+    assert isinstance(got[1], event_messages.AddPrimaryKey)
+    assert [(k.column_name, k.pk_name, k.catName) for k in got[1].constraints] == [("id", "p_pk", "hive")]
+    assert got[3].constraints[0].nn_name.startswith("nn_")  # the generated name, as stored
+    assert [(k.pkcolumn_name, k.fktable_name, k.fk_name) for k in got[7].constraints] == [("id", "c", "c_fk")]
+    assert (got[8].db_name, got[8].table, got[8].constraint_name) == (db, "c", "c_fk")
+    # a refused call writes nothing
+    before = hms.get_current_notificationEventId().eventId
+    with pytest.raises(MetaException):
+        hms.add_primary_key(AddPrimaryKeyRequest([_pk(db, "p", "name", 1, "again")]))
+    assert hms.get_current_notificationEventId().eventId == before

@@ -12,6 +12,7 @@ references. A constraint added without a name gets one generated (``pk_...``, ``
 
 from __future__ import annotations
 
+import copy
 import itertools
 import time
 import zlib
@@ -39,6 +40,7 @@ from hive_metastore.ttypes import (
     UniqueConstraintsResponse,
 )
 
+from hivemesh.hive import events
 from hivemesh.hive.names import DEFAULT_CATALOG, db_ref, parse_db_name
 from hivemesh.metastore.base import CatalogBase, Tx
 from hivemesh.metastore.schema import COLUMNS_V2, DBS, KEY_CONSTRAINTS, PARTITION_KEYS, SDS, TBLS
@@ -73,6 +75,17 @@ def _generated_name(kind: str, *parts: str | None) -> str:
     """A new constraint name, ``<kind>_<hash of its table and columns>_<milliseconds>_<n>``."""
     digest = zlib.crc32(repr(parts).encode()) & 0xFFFFFFF
     return f"{kind}_{digest}_{int(time.time() * 1000)}_{next(_counter)}"
+
+
+def _stored(c: Any, table: _Table, column: str | None, **names: Any) -> Any:
+    """A copy of constraint struct ``c`` as stored: catalog, database, table and column names
+    normalized, its constraint name field(s) set (``names``); what Hive's add calls hand back and
+    put in their events."""
+    out = copy.copy(c)
+    out.catName, out.table_db, out.table_name, out.column_name = table.cat, table.db, table.name, column
+    for key, value in names.items():
+        setattr(out, key, value)
+    return out
 
 
 class _Table:
@@ -173,8 +186,10 @@ class ConstraintMixin(CatalogBase):
             )
 
     # ---------------------------------------------------------------- adding, inside a transaction
-    def _add_primary_keys(self, conn: sa.Connection, pks: Sequence[SQLPrimaryKey], default_cat: str) -> None:
-        rows, name = [], ""
+    def _add_primary_keys(
+        self, conn: sa.Connection, pks: Sequence[SQLPrimaryKey], default_cat: str
+    ) -> list[SQLPrimaryKey]:
+        rows, stored, name = [], [], ""
         for pk in pks:
             table, column = self._parent(conn, pk, default_cat)
             self._require_column(table, column)
@@ -195,12 +210,14 @@ class ConstraintMixin(CatalogBase):
                     "ENABLE_VALIDATE_RELY": _flags(pk),
                 }
             )
+            stored.append(_stored(pk, table, column, pk_name=name))
         self._insert(conn, rows)
+        return stored
 
     def _add_unique_constraints(
         self, conn: sa.Connection, uks: Sequence[SQLUniqueConstraint], default_cat: str
-    ) -> None:
-        rows, name = [], ""
+    ) -> list[SQLUniqueConstraint]:
+        rows, stored, name = [], [], ""
         for uk in uks:
             table, column = self._parent(conn, uk, default_cat)
             self._require_column(table, column)
@@ -219,12 +236,14 @@ class ConstraintMixin(CatalogBase):
                     "ENABLE_VALIDATE_RELY": _flags(uk),
                 }
             )
+            stored.append(_stored(uk, table, column, uk_name=name))
         self._insert(conn, rows)
+        return stored
 
     def _add_not_null_constraints(
         self, conn: sa.Connection, nns: Sequence[SQLNotNullConstraint], default_cat: str
-    ) -> None:
-        rows = []
+    ) -> list[SQLNotNullConstraint]:
+        rows, stored = [], []
         for nn in nns:
             table, column = self._parent(conn, nn, default_cat)
             self._require_column(table, column)
@@ -243,7 +262,9 @@ class ConstraintMixin(CatalogBase):
                     "ENABLE_VALIDATE_RELY": _flags(nn),
                 }
             )
+            stored.append(_stored(nn, table, column, nn_name=name))
         self._insert(conn, rows)
+        return stored
 
     def _add_valued_constraints(
         self,
@@ -251,10 +272,10 @@ class ConstraintMixin(CatalogBase):
         cs: Sequence[SQLDefaultConstraint] | Sequence[SQLCheckConstraint],
         kind: int,
         default_cat: str,
-    ) -> None:
+    ) -> list[Any]:
         """Default (``kind`` DEFAULT) or check constraints: one column each (a check constraint
         may name none: a table-level check), with its value or expression."""
-        rows = []
+        rows, stored = [], []
         for c in cs:
             table, column = self._parent(conn, c, default_cat)
             if kind == DEFAULT:
@@ -276,7 +297,9 @@ class ConstraintMixin(CatalogBase):
                     "DEFAULT_VALUE": value,
                 }
             )
+            stored.append(_stored(c, table, column, dc_name=name))
         self._insert(conn, rows)
+        return stored
 
     def _key_signatures(self, conn: sa.Connection, table: _Table) -> set[str]:
         """The ``col:type;...`` signatures of ``table``'s primary key and unique constraints (the
@@ -293,7 +316,9 @@ class ConstraintMixin(CatalogBase):
             )
         return out
 
-    def _add_foreign_keys(self, conn: sa.Connection, fks: Sequence[SQLForeignKey], default_cat: str) -> None:
+    def _add_foreign_keys(
+        self, conn: sa.Connection, fks: Sequence[SQLForeignKey], default_cat: str
+    ) -> list[SQLForeignKey]:
         """Foreign keys, a key's columns in order and each key starting at ``key_seq`` 1."""
         keys: list[list[SQLForeignKey]] = []
         for fk in fks:
@@ -303,7 +328,7 @@ class ConstraintMixin(CatalogBase):
         cats = {_norm(fk.catName) or default_cat for fk in fks}
         if len(cats) > 1:
             raise InvalidObjectException("Foreign keys cannot span catalogs")
-        rows = []
+        rows, stored = [], []
         for key in keys:
             first = key[0]
             cat = _norm(first.catName) or default_cat
@@ -347,6 +372,11 @@ class ConstraintMixin(CatalogBase):
                         "ENABLE_VALIDATE_RELY": _flags(fk),
                     }
                 )
+                out = copy.copy(fk)
+                out.catName, out.fk_name = cat, name
+                out.pktable_db, out.pktable_name, out.pkcolumn_name = parent.db, parent.name, pk_col
+                out.fktable_db, out.fktable_name, out.fkcolumn_name = child.db, child.name, fk_col
+                stored.append(out)
             if ref_sig not in valid:
                 raise MetaException(
                     f"Foreign key references {ref_sig} but no corresponding primary key or unique key "
@@ -357,51 +387,96 @@ class ConstraintMixin(CatalogBase):
                     f"Cannot be both foreign key and primary/unique key on same table: {ref_sig}"
                 )
         self._insert(conn, rows)
+        return stored
+
+    @staticmethod
+    def _constraint_event(tx: Tx, event_type: str, stored: Sequence[Any]) -> None:
+        """Record Hive's ADD_* event of constraints just stored (none for none); a foreign key's
+        event is named after the table it references, as Hive's DbNotificationListener does."""
+        if not stored:
+            return
+        first = stored[0]
+        if event_type == events.ADD_FOREIGNKEY:
+            db, table = first.pktable_db, first.pktable_name
+        else:
+            db, table = first.table_db, first.table_name
+        tx.event(
+            event_type,
+            events.add_constraints_message(event_type, stored),
+            db=db,
+            table=table,
+            catalog=first.catName,
+        )
 
     def add_table_constraints(self, tx: Tx, cat: str, constraints: SQLAllTableConstraints) -> None:
         """Store the constraints of a table being created in ``tx`` (catalog ``cat`` where a
-        constraint names none): keys first, so a foreign key may reference its own table's key."""
+        constraint names none): keys first, so a foreign key may reference its own table's key.
+        Their events follow in Hive's order: primary key, foreign keys, unique, not-null, check,
+        default constraints."""
         conn = tx.conn
-        self._add_primary_keys(conn, constraints.primaryKeys or [], cat)
-        self._add_unique_constraints(conn, constraints.uniqueConstraints or [], cat)
-        self._add_foreign_keys(conn, constraints.foreignKeys or [], cat)
-        self._add_not_null_constraints(conn, constraints.notNullConstraints or [], cat)
-        self._add_valued_constraints(conn, constraints.defaultConstraints or [], DEFAULT, cat)
-        self._add_valued_constraints(conn, constraints.checkConstraints or [], CHECK, cat)
+        pks = self._add_primary_keys(conn, constraints.primaryKeys or [], cat)
+        uks = self._add_unique_constraints(conn, constraints.uniqueConstraints or [], cat)
+        fks = self._add_foreign_keys(conn, constraints.foreignKeys or [], cat)
+        nns = self._add_not_null_constraints(conn, constraints.notNullConstraints or [], cat)
+        dcs = self._add_valued_constraints(conn, constraints.defaultConstraints or [], DEFAULT, cat)
+        ccs = self._add_valued_constraints(conn, constraints.checkConstraints or [], CHECK, cat)
+        for event_type, stored in (
+            (events.ADD_PRIMARYKEY, pks),
+            (events.ADD_FOREIGNKEY, fks),
+            (events.ADD_UNIQUECONSTRAINT, uks),
+            (events.ADD_NOTNULLCONSTRAINT, nns),
+            (events.ADD_CHECKCONSTRAINT, ccs),
+            (events.ADD_DEFAULTCONSTRAINT, dcs),
+        ):
+            self._constraint_event(tx, event_type, stored)
 
     # ---------------------------------------------------------------- add calls
     def add_primary_key(self, req: Any) -> None:
-        """AddPrimaryKeyRequest: a table's primary key. MetaException when the table has one;
-        InvalidObjectException (as MetaException on the wire: the call declares none) for a
-        missing table or column or a taken name."""
+        """AddPrimaryKeyRequest: a table's primary key (ADD_PRIMARYKEY). MetaException when the
+        table has one; InvalidObjectException (as MetaException on the wire: the call declares
+        none) for a missing table or column or a taken name."""
         with self.write() as tx:
-            self._add_primary_keys(tx.conn, req.primaryKeyCols or [], DEFAULT_CATALOG)
+            stored = self._add_primary_keys(tx.conn, req.primaryKeyCols or [], DEFAULT_CATALOG)
+            self._constraint_event(tx, events.ADD_PRIMARYKEY, stored)
 
     def add_foreign_key(self, req: Any) -> None:
-        """AddForeignKeyRequest: foreign keys. MetaException when a key matches no primary key or
-        unique constraint of the referenced table; missing tables or columns as add_primary_key."""
+        """AddForeignKeyRequest: foreign keys (ADD_FOREIGNKEY). MetaException when a key matches no
+        primary key or unique constraint of the referenced table; other errors as add_primary_key."""
         with self.write() as tx:
-            self._add_foreign_keys(tx.conn, req.foreignKeyCols or [], DEFAULT_CATALOG)
+            stored = self._add_foreign_keys(tx.conn, req.foreignKeyCols or [], DEFAULT_CATALOG)
+            self._constraint_event(tx, events.ADD_FOREIGNKEY, stored)
 
     def add_unique_constraint(self, req: Any) -> None:
-        """AddUniqueConstraintRequest: unique constraints; errors as add_primary_key."""
+        """AddUniqueConstraintRequest: unique constraints (ADD_UNIQUECONSTRAINT); errors as
+        add_primary_key."""
         with self.write() as tx:
-            self._add_unique_constraints(tx.conn, req.uniqueConstraintCols or [], DEFAULT_CATALOG)
+            stored = self._add_unique_constraints(tx.conn, req.uniqueConstraintCols or [], DEFAULT_CATALOG)
+            self._constraint_event(tx, events.ADD_UNIQUECONSTRAINT, stored)
 
     def add_not_null_constraint(self, req: Any) -> None:
-        """AddNotNullConstraintRequest: not-null constraints; errors as add_primary_key."""
+        """AddNotNullConstraintRequest: not-null constraints (ADD_NOTNULLCONSTRAINT); errors as
+        add_primary_key."""
         with self.write() as tx:
-            self._add_not_null_constraints(tx.conn, req.notNullConstraintCols or [], DEFAULT_CATALOG)
+            stored = self._add_not_null_constraints(tx.conn, req.notNullConstraintCols or [], DEFAULT_CATALOG)
+            self._constraint_event(tx, events.ADD_NOTNULLCONSTRAINT, stored)
 
     def add_default_constraint(self, req: Any) -> None:
-        """AddDefaultConstraintRequest: default values; errors as add_primary_key."""
+        """AddDefaultConstraintRequest: default values (ADD_DEFAULTCONSTRAINT); errors as
+        add_primary_key."""
         with self.write() as tx:
-            self._add_valued_constraints(tx.conn, req.defaultConstraintCols or [], DEFAULT, DEFAULT_CATALOG)
+            stored = self._add_valued_constraints(
+                tx.conn, req.defaultConstraintCols or [], DEFAULT, DEFAULT_CATALOG
+            )
+            self._constraint_event(tx, events.ADD_DEFAULTCONSTRAINT, stored)
 
     def add_check_constraint(self, req: Any) -> None:
-        """AddCheckConstraintRequest: check expressions; errors as add_primary_key."""
+        """AddCheckConstraintRequest: check expressions (ADD_CHECKCONSTRAINT); errors as
+        add_primary_key."""
         with self.write() as tx:
-            self._add_valued_constraints(tx.conn, req.checkConstraintCols or [], CHECK, DEFAULT_CATALOG)
+            stored = self._add_valued_constraints(
+                tx.conn, req.checkConstraintCols or [], CHECK, DEFAULT_CATALOG
+            )
+            self._constraint_event(tx, events.ADD_CHECKCONSTRAINT, stored)
 
     # ---------------------------------------------------------------- get calls
     @staticmethod
@@ -676,3 +751,10 @@ class ConstraintMixin(CatalogBase):
                 raise NoSuchObjectException(
                     f"The constraint: {req.constraintname} does not exist for the associated table: {db}.{tbl}"
                 )
+            tx.event(
+                events.DROP_CONSTRAINT,
+                events.drop_constraint_message(db or "", tbl or "", req.constraintname),
+                db=db,
+                table=tbl,
+                catalog=cat,
+            )

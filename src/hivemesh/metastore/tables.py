@@ -289,10 +289,6 @@ class TableMixin(CatalogBase):
                     )
                 tx.after_commit.append(lambda: storage.make_dirs(loc))
             self._insert_table(tx, db_row, table)
-            if constraints is not None:
-                self.add_table_constraints(
-                    tx, db_row.CTLG_NAME, _own_constraints(constraints, db_row.NAME, table)
-                )
             created = self._table_image(tx.conn, db_row.CTLG_NAME, db_row.NAME, table.tableName)
             tx.event(
                 events.CREATE_TABLE,
@@ -301,6 +297,10 @@ class TableMixin(CatalogBase):
                 table=table.tableName,
                 catalog=db_row.CTLG_NAME,
             )
+            if constraints is not None:  # stored with the table; their events follow CREATE_TABLE
+                self.add_table_constraints(
+                    tx, db_row.CTLG_NAME, _own_constraints(constraints, db_row.NAME, table)
+                )
 
     def create_table_with_environment_context(self, tbl: Table, environment_context: Any) -> None:
         """:meth:`create_table`; ``DO_NOT_UPDATE_STATS``/``STATS_GENERATED`` are honoured."""
