@@ -38,7 +38,7 @@ from tests.conftest import PG_SKIP_REASON, drop_pg_database, make_pg_database, p
 from tests.support.postgres import postgres_binaries
 from tests.support.servers import HivemeshProcess, ThriftClient
 
-HEAD = "0004"
+HEAD = "0006"
 
 
 def _cli(*args: str) -> Result:
@@ -66,7 +66,7 @@ def test_fresh_store_is_empty_and_upgrade_creates_the_schema(tmp_path: Path) -> 
     r = _cli("schema", "upgrade", "--db", url)
     assert r.exit_code == 0, r.output
     assert [line.split(":")[0].strip() for line in r.output.splitlines() if "applied" in line] == [
-        "applied 0001", "applied 0002", "applied 0003", "applied 0004",
+        "applied 0001", "applied 0002", "applied 0003", "applied 0004", "applied 0005", "applied 0006",
     ]  # fmt: skip
     assert "up to date" in r.output.splitlines()[-1]
     assert _revision(url) == HEAD
@@ -86,8 +86,9 @@ def test_fresh_store_is_empty_and_upgrade_creates_the_schema(tmp_path: Path) -> 
 
 
 def test_upgrade_from_an_older_revision(tmp_path: Path) -> None:
-    """A store at 0003 (Alembic downgrade of a current one: SDS without its two indexes) needs 0004;
-    ``upgrade`` applies exactly that one; ``--db`` may also come before the command."""
+    """A store at 0003 (Alembic downgrade of a current one: SDS without its two indexes, no
+    KEY_CONSTRAINTS, no WRITE_SET) needs 0004 to 0006; ``upgrade`` applies exactly those;
+    ``--db`` may also come before the command."""
     db_file = tmp_path / "metastore.db"
     url = f"sqlite:///{db_file}"
     store = Store(url)
@@ -102,18 +103,20 @@ def test_upgrade_from_an_older_revision(tmp_path: Path) -> None:
 
     r = _cli("--db", url, "schema", "status")
     assert r.exit_code == 1, r.output
-    assert "needs upgrade (1 migration: 0004)" in r.output
+    assert "needs upgrade (3 migrations: 0004, 0005, 0006)" in r.output
     assert "current:  0003" in r.output
     doc = json.loads(_cli("schema", "status", "--db", url, "--format", "json").output)
     assert doc["state"] == "needs upgrade"
-    assert [p["revision"] for p in doc["pending"]] == ["0004"]
-    assert doc["description"] == "needs upgrade (1 migration: 0004)"
+    assert [p["revision"] for p in doc["pending"]] == ["0004", "0005", "0006"]
+    assert doc["description"] == "needs upgrade (3 migrations: 0004, 0005, 0006)"
 
     r = _cli("schema", "upgrade", "--db", url)
     assert r.exit_code == 0, r.output
-    assert "from 0003 to 0004 (1 migration)" in r.output
+    assert "from 0003 to 0006 (3 migrations)" in r.output
     assert [line for line in r.output.splitlines() if "applied" in line] == [
-        "  applied 0004: Indexes on SDS.SERDE_ID and SDS.CD_ID (Hive's SDS_N49 and SDS_N50)."
+        "  applied 0004: Indexes on SDS.SERDE_ID and SDS.CD_ID (Hive's SDS_N49 and SDS_N50).",
+        "  applied 0005: KEY_CONSTRAINTS: the constraints of tables (primary and foreign keys, unique, not null, ...).",
+        "  applied 0006: WRITE_SET: the updates and deletes of committed txns (``get_latest_txnid_in_conflict``).",
     ]
     assert _revision(url) == HEAD
     assert {"SDS_SERDE", "SDS_CD"} <= _sds_indexes(db_file)

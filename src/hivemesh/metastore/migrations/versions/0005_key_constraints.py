@@ -1,5 +1,6 @@
-"""KEY_CONSTRAINTS: primary, foreign, unique, not-null, default and check constraints of tables
-(``create_table_with_constraints``, ``add_*`` and ``get_*`` constraint calls).
+"""KEY_CONSTRAINTS: the constraints of tables (primary and foreign keys, unique, not null, ...).
+
+Kept for ``create_table_with_constraints`` and the ``add_*``/``get_*`` constraint calls.
 
 Revision ID: 0005
 """
