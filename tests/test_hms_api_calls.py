@@ -713,3 +713,13 @@ def test_constraint_events(hms: Any, db: str) -> None:
     with pytest.raises(MetaException):
         hms.add_primary_key(AddPrimaryKeyRequest([_pk(db, "p", "name", 1, "again")]))
     assert hms.get_current_notificationEventId().eventId == before
+
+
+def test_dropping_a_catalog_never_deletes_the_warehouse(
+    hms: Any, hivemesh_server: Any, unique_name: str
+) -> None:
+    """A catalog created at the warehouse root (Hive would delete the whole warehouse with it)."""
+    warehouse = Path(hivemesh_server.warehouse)
+    hms.create_catalog(CreateCatalogRequest(Catalog(name=unique_name, locationUri=f"file:{warehouse}")))
+    hms.drop_catalog(DropCatalogRequest(unique_name))
+    assert warehouse.is_dir() and hms.get_database("default").name == "default"

@@ -9,6 +9,7 @@ only when that database is all it holds and it is empty.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import sqlalchemy as sa
@@ -30,6 +31,8 @@ from hivemesh.metastore.base import CatalogBase, validate_name
 from hivemesh.metastore.schema import CTLGS, DBS, FUNCS, TBLS
 
 DEFAULT_DB = "default"
+
+log = logging.getLogger(__name__)
 
 
 def _catalog(row: Any) -> Catalog:
@@ -118,7 +121,8 @@ class CatalogMixin(CatalogBase):
 
     def drop_catalog(self, catName: Any) -> None:  # noqa: N803 - Thrift names
         """DropCatalogRequest: drop a catalog holding nothing but an empty ``default`` database
-        (dropped with it), then delete the catalog's directory, as Hive 4. MetaException for
+        (dropped with it), then delete the catalog's directory, as Hive 4, unless the warehouse or
+        another database lies inside it (Hive would delete them too). MetaException for
         ``hive``; NoSuchObjectException ("No catalog x"); InvalidOperationException when it holds
         other databases or its ``default`` database has tables or functions."""
         name = ((catName.name if hasattr(catName, "name") else catName) or "").lower()
@@ -140,9 +144,26 @@ class CatalogMixin(CatalogBase):
                     raise InvalidOperationException(
                         f"There are still objects in the default database for catalog {row.NAME}"
                     )
+            ids = [db.DB_ID for db in dbs]
+            locations = [row.LOCATION_URI] + list(
+                tx.conn.execute(sa.select(DBS.c.DB_LOCATION_URI).where(DBS.c.DB_ID.in_(ids))).scalars()
+            )
+            others = (
+                tx.conn.execute(sa.select(DBS.c.DB_LOCATION_URI).where(DBS.c.DB_ID.not_in(ids)))
+                .scalars()
+                .all()
+            )
+            # unlike Hive, never delete the warehouse or another database's data with a catalog
+            keep = any(
+                storage.is_subdir(inner, loc) for loc in locations for inner in [self.warehouse, *others]
+            )
+            if keep:
+                log.warning("catalog %s dropped; its directories hold other data and are kept", row.NAME)
+            if dbs:
                 self._drop_database_tx(
-                    tx, qualify_db_name(row.NAME, DEFAULT_DB), delete_data=True, cascade=False
+                    tx, qualify_db_name(row.NAME, DEFAULT_DB), delete_data=not keep, cascade=False
                 )
             tx.conn.execute(CTLGS.delete().where(CTLGS.c.CTLG_ID == row.CTLG_ID))
-            location = row.LOCATION_URI
-            tx.after_commit.append(lambda: storage.delete_dir(location))
+            if not keep:
+                location = row.LOCATION_URI
+                tx.after_commit.append(lambda: storage.delete_dir(location))

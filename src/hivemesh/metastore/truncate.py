@@ -150,8 +150,8 @@ class TruncateMixin(CatalogBase):
             if skip_deletion:
                 base = storage.join_location(location, f"base_{write_id:07d}", "_metadata_acid")
                 storage.write_file(base, b'{"thisFileVersion":"0","dataFormat":"truncated"}')
-            else:
-                storage.empty_dir(location)
+            elif not storage.empty_dir(location):
+                raise OSError("hivemesh cannot reach this storage")
         except OSError as e:
             raise MetaException(f"Could not truncate {location}: {e}") from e
 
