@@ -8,6 +8,8 @@ key, a constraint name is unique on its table (its parent table for a foreign ke
 key must match, column names and types, the primary key or a unique constraint of the table it
 references. A constraint added without a name gets one generated (``pk_...``, ``fk_...``, ``uk_...``,
 ``nn_...``, ``dc_...`` as Hive). Reading the constraints of a missing table gives none, as Hive.
+Each call writes Hive's events (ADD_PRIMARYKEY ... ADD_CHECKCONSTRAINT, DROP_CONSTRAINT) with the
+constraints as stored.
 """
 
 from __future__ import annotations
