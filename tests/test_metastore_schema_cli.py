@@ -38,7 +38,7 @@ from tests.conftest import PG_SKIP_REASON, drop_pg_database, make_pg_database, p
 from tests.support.postgres import postgres_binaries
 from tests.support.servers import HivemeshProcess, ThriftClient
 
-HEAD = "0005"
+HEAD = "0007"
 
 
 def _cli(*args: str) -> Result:
@@ -71,7 +71,8 @@ def test_fresh_store_is_empty_and_upgrade_creates_the_schema(tmp_path: Path) -> 
     r = _cli("schema", "upgrade", "--db", url)
     assert r.exit_code == 0, r.output
     assert [line.split(":")[0].strip() for line in r.output.splitlines() if "applied" in line] == [
-        "applied 0001", "applied 0002", "applied 0003", "applied 0004", "applied 0005",
+        "applied 0001", "applied 0002", "applied 0003", "applied 0004", "applied 0005", "applied 0006",
+        "applied 0007",
     ]  # fmt: skip
     assert "up to date" in r.output.splitlines()[-1]
     assert _revision(url) == HEAD
@@ -101,9 +102,9 @@ def test_first_start_says_it_creates_the_schema(tmp_path: Path, caplog: pytest.L
 
 
 def test_upgrade_from_an_older_revision(tmp_path: Path) -> None:
-    """A store at 0003 (Alembic downgrade of a current one: SDS without its two indexes, DBS
-    without DB_MANAGED_LOCATION_URI) needs 0004 and 0005; ``upgrade`` applies exactly those;
-    ``--db`` may also come before the command."""
+    """A store at 0003 (Alembic downgrade of a current one: SDS without its two indexes, no
+    KEY_CONSTRAINTS, no WRITE_SET, DBS without DB_MANAGED_LOCATION_URI) needs 0004 to 0007;
+    ``upgrade`` applies exactly those; ``--db`` may also come before the command."""
     db_file = tmp_path / "metastore.db"
     url = f"sqlite:///{db_file}"
     store = Store(url)
@@ -119,19 +120,21 @@ def test_upgrade_from_an_older_revision(tmp_path: Path) -> None:
 
     r = _cli("--db", url, "schema", "status")
     assert r.exit_code == 1, r.output
-    assert "needs upgrade (2 migrations: 0004, 0005)" in r.output
+    assert "needs upgrade (4 migrations: 0004, 0005, 0006, 0007)" in r.output
     assert "current:  0003" in r.output
     doc = json.loads(_cli("schema", "status", "--db", url, "--format", "json").output)
     assert doc["state"] == "needs upgrade"
-    assert [p["revision"] for p in doc["pending"]] == ["0004", "0005"]
-    assert doc["description"] == "needs upgrade (2 migrations: 0004, 0005)"
+    assert [p["revision"] for p in doc["pending"]] == ["0004", "0005", "0006", "0007"]
+    assert doc["description"] == "needs upgrade (4 migrations: 0004, 0005, 0006, 0007)"
 
     r = _cli("schema", "upgrade", "--db", url)
     assert r.exit_code == 0, r.output
-    assert "from 0003 to 0005 (2 migrations)" in r.output
+    assert "from 0003 to 0007 (4 migrations)" in r.output
     assert [line for line in r.output.splitlines() if "applied" in line] == [
         "  applied 0004: Indexes on SDS.SERDE_ID and SDS.CD_ID (Hive's SDS_N49 and SDS_N50).",
-        "  applied 0005: DBS.DB_MANAGED_LOCATION_URI: a database's managedLocationUri (Hive 3+).",
+        "  applied 0005: KEY_CONSTRAINTS: the constraints of tables (primary and foreign keys, unique, not null, ...).",
+        "  applied 0006: WRITE_SET: the updates and deletes of committed txns (``get_latest_txnid_in_conflict``).",
+        "  applied 0007: DBS.DB_MANAGED_LOCATION_URI: a database's managedLocationUri (Hive 3+).",
     ]
     assert _revision(url) == HEAD
     assert {"SDS_SERDE", "SDS_CD"} <= _sds_indexes(db_file)

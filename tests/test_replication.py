@@ -10,8 +10,8 @@ Replication runs in-process (:func:`hivemesh.replication.service.run_once`,
 :func:`hivemesh.replication.verify.compare`, with the catalog snapshot of the replay test
 (partition column statistics and write-id lists too) and by reading the data files themselves.
 
-Not covered: ``exchange_partition`` (hivemesh does not implement it, so no source makes its
-events).
+Not covered: ``exchange_partitions`` and ``truncate_table`` as such (their events are the
+ADD_PARTITION/DROP_PARTITION and ALTER_TABLE/ALTER_PARTITION events covered here).
 """
 
 from __future__ import annotations

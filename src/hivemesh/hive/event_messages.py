@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Self, cast
+from typing import Any, ClassVar, Self, cast
 
 from hive_metastore.ttypes import (
     ColumnStatistics,
@@ -24,6 +24,12 @@ from hive_metastore.ttypes import (
     Function,
     NotificationEvent,
     Partition,
+    SQLCheckConstraint,
+    SQLDefaultConstraint,
+    SQLForeignKey,
+    SQLNotNullConstraint,
+    SQLPrimaryKey,
+    SQLUniqueConstraint,
     Table,
     TxnToWriteId,
     WriteEventInfo,
@@ -488,6 +494,81 @@ class DeletePartitionColumnStats(Message):
 
 
 @dataclass
+class _AddConstraints(Message):
+    """An ADD_* constraint event: the constraint structs added, as stored (names set)."""
+
+    constraints: list[Any]
+    struct: ClassVar[type] = SQLPrimaryKey
+    event_type: ClassVar[str] = ev.ADD_PRIMARYKEY
+
+    @classmethod
+    def from_json(cls, event: NotificationEvent, body: Body) -> Self:
+        """Reads the list field of the event type (``primaryKeyListJson``, ...)."""
+        field_name = ev.CONSTRAINT_LIST_FIELDS[cls.event_type]
+        return cls(event, body, [from_thrift_json(cls.struct, j) for j in body.get(field_name) or []])
+
+
+@dataclass
+class AddPrimaryKey(_AddConstraints):
+    """ADD_PRIMARYKEY: SQLPrimaryKey columns (``primaryKeyListJson``)."""
+
+
+@dataclass
+class AddForeignKey(_AddConstraints):
+    """ADD_FOREIGNKEY: SQLForeignKey columns (``foreignKeyListJson``); the event names the
+    referenced table."""
+
+    struct: ClassVar[type] = SQLForeignKey
+    event_type: ClassVar[str] = ev.ADD_FOREIGNKEY
+
+
+@dataclass
+class AddUniqueConstraint(_AddConstraints):
+    """ADD_UNIQUECONSTRAINT: SQLUniqueConstraint columns (``uniqueConstraintListJson``)."""
+
+    struct: ClassVar[type] = SQLUniqueConstraint
+    event_type: ClassVar[str] = ev.ADD_UNIQUECONSTRAINT
+
+
+@dataclass
+class AddNotNullConstraint(_AddConstraints):
+    """ADD_NOTNULLCONSTRAINT: SQLNotNullConstraint columns (``notNullConstraintListJson``)."""
+
+    struct: ClassVar[type] = SQLNotNullConstraint
+    event_type: ClassVar[str] = ev.ADD_NOTNULLCONSTRAINT
+
+
+@dataclass
+class AddDefaultConstraint(_AddConstraints):
+    """ADD_DEFAULTCONSTRAINT: SQLDefaultConstraint columns (``defaultConstraintListJson``)."""
+
+    struct: ClassVar[type] = SQLDefaultConstraint
+    event_type: ClassVar[str] = ev.ADD_DEFAULTCONSTRAINT
+
+
+@dataclass
+class AddCheckConstraint(_AddConstraints):
+    """ADD_CHECKCONSTRAINT: SQLCheckConstraint columns (``checkConstraintListJson``)."""
+
+    struct: ClassVar[type] = SQLCheckConstraint
+    event_type: ClassVar[str] = ev.ADD_CHECKCONSTRAINT
+
+
+@dataclass
+class DropConstraint(Message):
+    """DROP_CONSTRAINT: the table's database and name and the constraint dropped."""
+
+    db_name: str
+    table: str
+    constraint_name: str
+
+    @classmethod
+    def from_json(cls, event: NotificationEvent, body: Body) -> Self:
+        """Reads ``dbName``, ``tableName`` and ``constraintName``."""
+        return cls(event, body, body["dbName"], body["tableName"], body["constraintName"])
+
+
+@dataclass
 class Unknown(Message):
     """An event type this module does not decode (kept for the caller to skip or handle)."""
 
@@ -523,6 +604,13 @@ REGISTRY: Mapping[str, type[Message]] = MappingProxyType(
         ev.UPDATE_PART_COL_STAT_EVENT: UpdatePartitionColumnStats,
         ev.DELETE_TBL_COL_STAT_EVENT: DeleteTableColumnStats,
         ev.DELETE_PART_COL_STAT_EVENT: DeletePartitionColumnStats,
+        ev.ADD_PRIMARYKEY: AddPrimaryKey,
+        ev.ADD_FOREIGNKEY: AddForeignKey,
+        ev.ADD_UNIQUECONSTRAINT: AddUniqueConstraint,
+        ev.ADD_NOTNULLCONSTRAINT: AddNotNullConstraint,
+        ev.ADD_DEFAULTCONSTRAINT: AddDefaultConstraint,
+        ev.ADD_CHECKCONSTRAINT: AddCheckConstraint,
+        ev.DROP_CONSTRAINT: DropConstraint,
     }
 )
 """Event type -> the message class it decodes to (the class's ``from_json`` is its parser).

@@ -59,6 +59,13 @@ UPDATE_TBL_COL_STAT_EVENT = "UPDATE_TBL_COL_STAT_EVENT"
 DELETE_TBL_COL_STAT_EVENT = "DELETE_TBL_COL_STAT_EVENT"
 UPDATE_PART_COL_STAT_EVENT = "UPDATE_PART_COL_STAT_EVENT"
 DELETE_PART_COL_STAT_EVENT = "DELETE_PART_COL_STAT_EVENT"
+ADD_PRIMARYKEY = "ADD_PRIMARYKEY"
+ADD_FOREIGNKEY = "ADD_FOREIGNKEY"
+ADD_UNIQUECONSTRAINT = "ADD_UNIQUECONSTRAINT"
+ADD_NOTNULLCONSTRAINT = "ADD_NOTNULLCONSTRAINT"
+ADD_DEFAULTCONSTRAINT = "ADD_DEFAULTCONSTRAINT"
+ADD_CHECKCONSTRAINT = "ADD_CHECKCONSTRAINT"
+DROP_CONSTRAINT = "DROP_CONSTRAINT"
 
 EVENT_TYPES: tuple[str, ...] = (
     CREATE_DATABASE,
@@ -82,6 +89,13 @@ EVENT_TYPES: tuple[str, ...] = (
     DELETE_TBL_COL_STAT_EVENT,
     UPDATE_PART_COL_STAT_EVENT,
     DELETE_PART_COL_STAT_EVENT,
+    ADD_PRIMARYKEY,
+    ADD_FOREIGNKEY,
+    ADD_UNIQUECONSTRAINT,
+    ADD_NOTNULLCONSTRAINT,
+    ADD_DEFAULTCONSTRAINT,
+    ADD_CHECKCONSTRAINT,
+    DROP_CONSTRAINT,
 )
 """Every event type hivemesh writes (each has a builder below and a message class in
 :mod:`hivemesh.hive.event_messages`)."""
@@ -441,4 +455,31 @@ def acid_write_message(
             "partitionObjJson": thrift_json(partition) if partition is not None else None,
             "files": _files(data, with_sub_dirs=True),
         }
+    )
+
+
+CONSTRAINT_LIST_FIELDS: Mapping[str, str] = {
+    ADD_PRIMARYKEY: "primaryKeyListJson",
+    ADD_FOREIGNKEY: "foreignKeyListJson",
+    ADD_UNIQUECONSTRAINT: "uniqueConstraintListJson",
+    ADD_NOTNULLCONSTRAINT: "notNullConstraintListJson",
+    ADD_DEFAULTCONSTRAINT: "defaultConstraintListJson",
+    ADD_CHECKCONSTRAINT: "checkConstraintListJson",
+}
+"""The message field holding the constraints of each ADD_* constraint event type."""
+
+
+def add_constraints_message(event_type: str, constraints: Sequence[Any]) -> str:
+    """ADD_PRIMARYKEY, ADD_FOREIGNKEY, ADD_UNIQUECONSTRAINT, ADD_NOTNULLCONSTRAINT,
+    ADD_DEFAULTCONSTRAINT, ADD_CHECKCONSTRAINT (JSONAdd*Message): timestamp and the constraint
+    structs as stored (names set, identifiers lower-cased), each in Thrift JSON, in the field of
+    :data:`CONSTRAINT_LIST_FIELDS`. KeyError for another event type."""
+    field = CONSTRAINT_LIST_FIELDS[event_type]
+    return _msg({**_head(), "timestamp": now_s(), field: [thrift_json(c) for c in constraints]})
+
+
+def drop_constraint_message(db: str, table: str, constraint: str) -> str:
+    """DROP_CONSTRAINT (JSONDropConstraintMessage): dbName, tableName, constraintName, timestamp."""
+    return _msg(
+        {**_head(), "dbName": db, "tableName": table, "constraintName": constraint, "timestamp": now_s()}
     )

@@ -289,6 +289,20 @@ class CatalogBase:
             """HMS get_partition_names."""
             ...
 
+        # DatabaseMixin
+        def _create_database_tx(self, tx: Tx, database: Any) -> None:
+            """Create a database inside ``tx`` (with its event)."""
+            ...
+
+        def _drop_database_tx(self, tx: Tx, name: str, delete_data: bool, cascade: bool) -> None:
+            """Drop a database inside ``tx`` (with its events)."""
+            ...
+
+        # ConstraintMixin
+        def add_table_constraints(self, tx: Tx, cat: str, constraints: Any) -> None:
+            """Store the constraints of a table being created in ``tx``."""
+            ...
+
         # StatisticsMixin
         def _key_names(self, conn: sa.Connection, tbl_id: int) -> list[str]:
             """A table's partition key names, in order."""

@@ -21,9 +21,9 @@ from hive_metastore.ttypes import (
 from hivemesh import storage
 from hivemesh.hive import events
 from hivemesh.hive.constants import now_s
-from hivemesh.hive.names import db_ref, matches_pattern, parse_db_name
-from hivemesh.metastore.base import CatalogBase, calling_user, validate_name
-from hivemesh.metastore.schema import DATABASE_PARAMS, DBS, FUNCS, TBLS
+from hivemesh.hive.names import DEFAULT_CATALOG, db_ref, matches_pattern, parse_db_name
+from hivemesh.metastore.base import CatalogBase, Tx, calling_user, validate_name
+from hivemesh.metastore.schema import CTLGS, DATABASE_PARAMS, DBS, FUNCS, TBLS
 
 # One database by ``cat`` and ``db`` with its parameters, one row per parameter (NULLs for none).
 _DB_WITH_PARAMS = (
@@ -82,45 +82,53 @@ class DatabaseMixin(CatalogBase):
         Without ``ownerName`` the calling user (the connection's ``set_ugi`` user, else the user the
         metastore runs as) owns it, as in Hive 3/4.
         """
+        with self.write() as tx:
+            self._create_database_tx(tx, database)
+
+    def _create_database_tx(self, tx: Tx, database: Database) -> None:
+        """Create a database inside ``tx`` (with its CREATE_DATABASE event); errors as
+        :meth:`create_database`, and InvalidObjectException ("No such catalog x") for a database
+        of a missing catalog. Without a location it goes to ``<warehouse>/<name>.db``, in another
+        catalog than ``hive`` to ``<catalog location>/<name>.db`` (as Hive)."""
         cat = (database.catalogName or "hive").lower()
         name = (database.name or "").lower()
         if not validate_name(name):
             raise InvalidObjectException(f"{database.name} is not a valid database name")
-        location = (
-            self.checked_location(database.locationUri)
-            if database.locationUri
-            else self.default_db_location(name)
-        )
+        catalog = tx.conn.execute(sa.select(CTLGS.c.LOCATION_URI).where(CTLGS.c.NAME == cat)).first()
+        if catalog is None:
+            raise InvalidObjectException(f"No such catalog {cat}")
+        if database.locationUri:
+            location = self.checked_location(database.locationUri)
+        elif cat == DEFAULT_CATALOG:
+            location = self.default_db_location(name)
+        else:
+            location = storage.join_location(catalog.LOCATION_URI, f"{name}.db")
         managed = self.checked_location(database.managedLocationUri) if database.managedLocationUri else None
-        with self.write() as tx:
-            exists = tx.conn.execute(
-                sa.select(DBS.c.DB_ID).where(cat == DBS.c.CTLG_NAME, name == DBS.c.NAME)
-            ).first()
-            if exists:
-                raise self.already_exists(f"Database {name} already exists")
-            db_id = tx.conn.execute(
-                DBS.insert().values(
-                    NAME=name,
-                    CTLG_NAME=cat,
-                    DESC=database.description,
-                    DB_LOCATION_URI=location,
-                    DB_MANAGED_LOCATION_URI=managed,
-                    OWNER_NAME=database.ownerName if database.ownerName is not None else calling_user(),
-                    OWNER_TYPE=database.ownerType if database.ownerType is not None else PrincipalType.USER,
-                    CREATE_TIME=database.createTime or now_s(),
-                )
-            ).inserted_primary_key[0]
-            if database.parameters:
-                tx.conn.execute(
-                    DATABASE_PARAMS.insert(),
-                    [
-                        {"DB_ID": db_id, "PARAM_KEY": k, "PARAM_VALUE": v}
-                        for k, v in database.parameters.items()
-                    ],
-                )
-            created = self._to_database(tx.conn, self._db_by_id(tx.conn, db_id))
-            tx.event(events.CREATE_DATABASE, events.create_database_message(created), db=name, catalog=cat)
-            tx.after_commit.append(lambda: storage.make_dirs(location))
+        exists = tx.conn.execute(
+            sa.select(DBS.c.DB_ID).where(cat == DBS.c.CTLG_NAME, name == DBS.c.NAME)
+        ).first()
+        if exists:
+            raise self.already_exists(f"Database {name} already exists")
+        db_id = tx.conn.execute(
+            DBS.insert().values(
+                NAME=name,
+                CTLG_NAME=cat,
+                DESC=database.description,
+                DB_LOCATION_URI=location,
+                DB_MANAGED_LOCATION_URI=managed,
+                OWNER_NAME=database.ownerName if database.ownerName is not None else calling_user(),
+                OWNER_TYPE=database.ownerType if database.ownerType is not None else PrincipalType.USER,
+                CREATE_TIME=database.createTime or now_s(),
+            )
+        ).inserted_primary_key[0]
+        if database.parameters:
+            tx.conn.execute(
+                DATABASE_PARAMS.insert(),
+                [{"DB_ID": db_id, "PARAM_KEY": k, "PARAM_VALUE": v} for k, v in database.parameters.items()],
+            )
+        created = self._to_database(tx.conn, self._db_by_id(tx.conn, db_id))
+        tx.event(events.CREATE_DATABASE, events.create_database_message(created), db=name, catalog=cat)
+        tx.after_commit.append(lambda: storage.make_dirs(location))
 
     @staticmethod
     def _db_by_id(conn: sa.Connection, db_id: int) -> sa.Row:
@@ -202,44 +210,42 @@ class DatabaseMixin(CatalogBase):
         InvalidOperationException when not empty without cascade; MetaException for ``default``. Managed data and (with ``deleteData``) the database
         directory are deleted after the metadata change commits.
         """
+        with self.write() as tx:
+            self._drop_database_tx(tx, name, deleteData, cascade)
+
+    def _drop_database_tx(self, tx: Tx, name: str, delete_data: bool, cascade: bool) -> None:
+        """Drop a database inside ``tx``; errors as :meth:`drop_database`."""
         cat, db = self.db_name(name)
         if db == DEFAULT_DB and cat == "hive":
             raise MetaException("Can not drop default database")
-        with self.write() as tx:
-            row = self.db_row(tx.conn, name)
-            tables = (
-                tx.conn.execute(sa.select(TBLS.c.TBL_NAME).where(TBLS.c.DB_ID == row.DB_ID)).scalars().all()
-            )
-            funcs = (
-                tx.conn.execute(sa.select(FUNCS.c.FUNC_NAME).where(FUNCS.c.DB_ID == row.DB_ID))
-                .scalars()
-                .all()
-            )
-            if not cascade:
-                if tables:
-                    raise InvalidOperationException(f"Database {db} is not empty. One or more tables exist.")
-                if funcs:
-                    raise InvalidOperationException(
-                        f"Database {db} is not empty. One or more functions exist."
-                    )
-            database = self._to_database(tx.conn, row)
+        row = self.db_row(tx.conn, name)
+        tables = tx.conn.execute(sa.select(TBLS.c.TBL_NAME).where(TBLS.c.DB_ID == row.DB_ID)).scalars().all()
+        funcs = (
+            tx.conn.execute(sa.select(FUNCS.c.FUNC_NAME).where(FUNCS.c.DB_ID == row.DB_ID)).scalars().all()
+        )
+        if not cascade:
+            if tables:
+                raise InvalidOperationException(f"Database {db} is not empty. One or more tables exist.")
             if funcs:
-                tx.conn.execute(FUNCS.delete().where(FUNCS.c.DB_ID == row.DB_ID))
-                for f in funcs:
-                    tx.event(
-                        events.DROP_FUNCTION,
-                        events.drop_function_message(Function(functionName=f, dbName=row.NAME, catName=cat)),
-                        db=row.NAME,
-                        catalog=cat,
-                    )
-            for t in tables:
-                self._drop_table_tx(tx, db_ref(row.NAME, cat), t, deleteData)
-            tx.conn.execute(DATABASE_PARAMS.delete().where(DATABASE_PARAMS.c.DB_ID == row.DB_ID))
-            tx.conn.execute(DBS.delete().where(DBS.c.DB_ID == row.DB_ID))
-            tx.event(events.DROP_DATABASE, events.drop_database_message(database), db=row.NAME, catalog=cat)
-            if deleteData:
-                loc = row.DB_LOCATION_URI
-                tx.after_commit.append(lambda: storage.delete_dir(loc))
+                raise InvalidOperationException(f"Database {db} is not empty. One or more functions exist.")
+        database = self._to_database(tx.conn, row)
+        if funcs:
+            tx.conn.execute(FUNCS.delete().where(FUNCS.c.DB_ID == row.DB_ID))
+            for f in funcs:
+                tx.event(
+                    events.DROP_FUNCTION,
+                    events.drop_function_message(Function(functionName=f, dbName=row.NAME, catName=cat)),
+                    db=row.NAME,
+                    catalog=cat,
+                )
+        for t in tables:
+            self._drop_table_tx(tx, db_ref(row.NAME, cat), t, delete_data)
+        tx.conn.execute(DATABASE_PARAMS.delete().where(DATABASE_PARAMS.c.DB_ID == row.DB_ID))
+        tx.conn.execute(DBS.delete().where(DBS.c.DB_ID == row.DB_ID))
+        tx.event(events.DROP_DATABASE, events.drop_database_message(database), db=row.NAME, catalog=cat)
+        if delete_data:
+            loc = row.DB_LOCATION_URI
+            tx.after_commit.append(lambda: storage.delete_dir(loc))
 
     def drop_database_req(self, req: DropDatabaseRequest) -> None:
         """Hive 4 DropDatabaseRequest form of :meth:`drop_database`."""

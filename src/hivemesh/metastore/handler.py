@@ -12,26 +12,24 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import sqlalchemy as sa
 from fb303.ttypes import fb_status
 from hive_metastore.ttypes import (
     AlreadyExistsException,
-    Catalog,
     ConfigValSecurityException,
     Database,
-    GetCatalogResponse,
-    GetCatalogsResponse,
-    NoSuchObjectException,
     PrincipalType,
 )
 
 from hivemesh import __version__
 from hivemesh.hive.names import DEFAULT_PARTITION_NAME
 from hivemesh.metastore.authorization import AuthorizationMixin
+from hivemesh.metastore.catalogs import CatalogMixin
 from hivemesh.metastore.conformance import ConformanceMixin, is_meta_conf, meta_conf
+from hivemesh.metastore.constraints import ConstraintMixin
 from hivemesh.metastore.databases import DEFAULT_DB, DatabaseMixin
+from hivemesh.metastore.exchange import ExchangeMixin
 from hivemesh.metastore.functions import FunctionMixin
 from hivemesh.metastore.locks import LockMixin
 from hivemesh.metastore.notifications import NotificationMixin
@@ -41,6 +39,7 @@ from hivemesh.metastore.schema import CTLGS, DBS
 from hivemesh.metastore.statistics import StatisticsMixin
 from hivemesh.metastore.store import Store
 from hivemesh.metastore.tables import TableMixin
+from hivemesh.metastore.truncate import TruncateMixin
 from hivemesh.metastore.txns import TxnMixin
 from hivemesh.thrift.server import connection
 
@@ -51,9 +50,13 @@ HIVE_VERSION = "4.0.0"  # the Hive IDL this metastore speaks (reported by getVer
 
 class LocalMetastore(
     ConformanceMixin,
+    CatalogMixin,
     DatabaseMixin,
     TableMixin,
+    ExchangeMixin,
     PartitionMixin,
+    ConstraintMixin,
+    TruncateMixin,
     FunctionMixin,
     StatisticsMixin,
     RequestFormsMixin,
@@ -188,24 +191,3 @@ class LocalMetastore(
         if name.startswith(("hive.", "hdfs.", "mapred.", "metastore.")):
             return defaultValue
         raise ConfigValSecurityException(f"For security reasons, the config key {name} cannot be accessed")
-
-    # ---------------------------------------------------------------- catalogs
-    def get_catalogs(self) -> GetCatalogsResponse:
-        """Names of all catalogs (``hive`` at least)."""
-        with self.read() as conn:
-            return GetCatalogsResponse(
-                names=list(conn.execute(sa.select(CTLGS.c.NAME).order_by(CTLGS.c.NAME)).scalars())
-            )
-
-    def get_catalog(self, catName: Any) -> GetCatalogResponse:  # noqa: N803
-        """GetCatalogRequest -> the catalog; NoSuchObjectException when missing."""
-        name = (catName.name if hasattr(catName, "name") else catName or "").lower()
-        with self.read() as conn:
-            row = conn.execute(sa.select(CTLGS).where(name == CTLGS.c.NAME)).first()
-        if row is None:
-            raise NoSuchObjectException(f"Catalog {name} not found")
-        return GetCatalogResponse(
-            catalog=Catalog(
-                name=row.NAME, description=row.DESC, locationUri=row.LOCATION_URI, createTime=row.CREATE_TIME
-            )
-        )

@@ -20,6 +20,10 @@ from hive_metastore.ttypes import (
     MetaException,
     NoSuchObjectException,
     Partition,
+    PartitionListComposingSpec,
+    PartitionSpec,
+    PartitionSpecWithSharedSD,
+    PartitionWithoutSD,
     StorageDescriptor,
     Table,
 )
@@ -40,6 +44,7 @@ from hivemesh.metastore.schema import (
     PARTITION_PARAMS,
     PARTITIONS,
     SDS,
+    TABLE_PARAMS,
     TBLS,
 )
 
@@ -47,6 +52,9 @@ log = logging.getLogger(__name__)
 
 DDL_TIME = "transient_lastDdlTime"
 
+
+SPEC_GROUPING = "hive.hcatalog.partition.spec.grouping.enabled"
+"""Table parameter: answer PartitionSpecs grouped by shared storage descriptor (Hive's switch)."""
 
 UNCACHED_FILTER_TERMS = 64
 """Filters with more comparisons than this run without SQLAlchemy's compiled-statement cache."""
@@ -518,6 +526,98 @@ class PartitionMixin(CatalogBase):
             ids = self._filter_ids(conn, info, filter, max_parts)
             return self._load(conn, info, ids)
 
+    def get_part_specs_by_filter(
+        self,
+        db_name: str,
+        tbl_name: str,
+        filter: str,
+        max_parts: int,  # noqa: A002
+    ) -> list[PartitionSpec]:
+        """:meth:`get_partitions_by_filter` as PartitionSpecs (:meth:`_partition_specs`)."""
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            parts = self._load(conn, info, self._filter_ids(conn, info, filter, max_parts))
+            return self._partition_specs(conn, info, parts)
+
+    def get_partitions_pspec(self, db_name: str, tbl_name: str, max_parts: int) -> list[PartitionSpec]:
+        """:meth:`get_partitions` as PartitionSpecs (:meth:`_partition_specs`)."""
+        with self.read() as conn:
+            info = self._table_info(conn, db_name, tbl_name)
+            return self._partition_specs(conn, info, self._load(conn, info, self._ids(info, None, max_parts)))
+
+    def _partition_specs(
+        self, conn: sa.Connection, info: _TableInfo, parts: list[Partition]
+    ) -> list[PartitionSpec]:
+        """Partitions as Hive 4 answers them in PartitionSpecs: one spec listing them all (rooted
+        at the table's location), unless the table has ``hive.hcatalog.partition.spec.grouping.enabled
+        =true``: then partitions inside the table's directory sharing their storage descriptor
+        (SerDe, formats, columns, bucket count) share one PartitionSpecWithSharedSD (its location
+        the table's, each partition's path relative to it), and the others are listed in one
+        more spec."""
+        params = dict(
+            conn.execute(
+                sa.select(TABLE_PARAMS.c.PARAM_KEY, TABLE_PARAMS.c.PARAM_VALUE).where(
+                    TABLE_PARAMS.c.TBL_ID == info.id
+                )
+            ).all()
+        )
+        names = {"catName": info.cat, "dbName": info.db, "tableName": info.name}
+        if (params.get(SPEC_GROUPING) or "").lower() != "true":
+            return [
+                PartitionSpec(
+                    partitionList=PartitionListComposingSpec(parts), rootPath=info.location, **names
+                )
+            ]
+        root = info.location or ""
+        groups: dict[Any, list[Partition]] = {}
+        outside: list[Partition] = []
+        first_buckets = parts[0].sd.numBuckets if parts and parts[0].sd else None
+        for p in parts:
+            sd = p.sd
+            loc = sd.location if sd else None
+            if (
+                sd is None
+                or not loc
+                or not root
+                or not loc.startswith(root)
+                or sd.numBuckets != first_buckets
+            ):
+                outside.append(p)
+                continue
+            key = (
+                sd.serdeInfo.serializationLib if sd.serdeInfo else None,
+                sd.inputFormat,
+                sd.outputFormat,
+                tuple((c.name, c.type, c.comment) for c in sd.cols or []),
+            )
+            groups.setdefault(key, []).append(p)
+        specs = []
+        for members in groups.values():
+            shared = StorageDescriptor(**members[0].sd.__dict__)
+            shared.location = root
+            specs.append(
+                PartitionSpec(
+                    sharedSDPartitionSpec=PartitionSpecWithSharedSD(
+                        partitions=[
+                            PartitionWithoutSD(
+                                values=p.values,
+                                createTime=p.createTime,
+                                lastAccessTime=p.lastAccessTime,
+                                relativePath=p.sd.location[len(root) :],
+                                parameters=p.parameters,
+                            )
+                            for p in members
+                        ],
+                        sd=shared,
+                    ),
+                    rootPath=root,
+                    **names,
+                )
+            )
+        if outside:
+            specs.append(PartitionSpec(partitionList=PartitionListComposingSpec(outside), **names))
+        return specs
+
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:  # noqa: A002
         """How many partitions match a filter."""
         with self.read() as conn:
@@ -782,23 +882,30 @@ class PartitionMixin(CatalogBase):
                 raise NoSuchObjectException(
                     f"Partition doesn't exist: some of {canon} in {info.db}.{info.name}"
                 )
-            if not ids:
-                return []
-            dropped = rows.load_partitions(conn, info.db, info.name, info.cat, ids)
-            sd_ids = (
-                conn.execute(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.PART_ID.in_(ids)))
-                .scalars()
-                .all()
-            )
-            self._delete_partition_rows(conn, ids)
-            rows.delete_sds(conn, sd_ids)
-            table = self._event_table(conn, info)
-            for p in dropped:  # Hive: one DROP_PARTITION per partition (drop_partitions_req)
-                self._event(tx, info, events.DROP_PARTITION, events.drop_partition_message(table, [p]))
-            if delete_data and info.managed:
-                locs = [p.sd.location for p in dropped if p.sd and p.sd.location]
-                tx.after_commit.append(lambda: [storage.delete_dir(loc) for loc in locs])
-            return dropped
+            return self._drop_partition_ids(tx, info, ids, delete_data)
+
+    def _drop_partition_ids(
+        self, tx: Tx, info: _TableInfo, ids: Sequence[int], delete_data: bool
+    ) -> list[Partition]:
+        """Drop partitions by PART_ID inside ``tx`` (one DROP_PARTITION each, as Hive's
+        drop_partitions_req); a managed table's partition directories are deleted after the
+        commit when ``delete_data``. Returns the dropped partitions."""
+        if not ids:
+            return []
+        conn = tx.conn
+        dropped = rows.load_partitions(conn, info.db, info.name, info.cat, list(ids))
+        sd_ids = (
+            conn.execute(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.PART_ID.in_(ids))).scalars().all()
+        )
+        self._delete_partition_rows(conn, list(ids))
+        rows.delete_sds(conn, sd_ids)
+        table = self._event_table(conn, info)
+        for p in dropped:
+            self._event(tx, info, events.DROP_PARTITION, events.drop_partition_message(table, [p]))
+        if delete_data and info.managed:
+            locs = [p.sd.location for p in dropped if p.sd and p.sd.location]
+            tx.after_commit.append(lambda: [storage.delete_dir(loc) for loc in locs])
+        return dropped
 
     def drop_partition(self, db_name: str, tbl_name: str, part_vals: list[str], deleteData: bool) -> bool:  # noqa: N803
         """Drop a partition by values (its data too when the table is managed and ``deleteData``).

@@ -67,10 +67,6 @@ class RequestFormsMixin:
         """SetPartitionsStatsRequest of table statistics."""
         return SetPartitionsStatsResponse(result=self.set_aggr_stats_for(req))  # type: ignore[attr-defined]
 
-    def create_table_with_constraints(self, tbl: Any, *constraints: Any) -> None:
-        """``create_table``; key and check constraints are accepted but not kept (not enforced by Hive)."""
-        self.create_table(tbl)  # type: ignore[attr-defined]
-
     def append_partition_with_environment_context(
         self, db_name: str, tbl_name: str, part_vals: list[str], environment_context: Any
     ) -> Partition:  # noqa: E501

@@ -229,6 +229,30 @@ PART_COL_STATS = sa.Table(
     sa.UniqueConstraint("PART_ID", "COLUMN_NAME", "ENGINE", name="UNIQUE_PART_COL_STATS"),
 )
 
+# Table constraints (Hive's KEY_CONSTRAINTS): one row per column of a constraint. PARENT_TBL_ID is
+# the table a primary key, unique, not-null, default or check constraint is on, and the table a
+# foreign key references; CHILD_TBL_ID the table holding a foreign key. Unlike Hive, columns are
+# kept by name (Hive: a column descriptor and an index into it), so a table's new column list never
+# has to be re-pointed; a NULL PARENT_COLUMN_NAME is a table-level check constraint. Rows go with
+# either table (ON DELETE CASCADE), as Hive drops both sides' constraints with a table.
+KEY_CONSTRAINTS = sa.Table(
+    "KEY_CONSTRAINTS",
+    metadata,
+    _fk("PARENT_TBL_ID", "TBLS.TBL_ID"),
+    sa.Column("CONSTRAINT_NAME", sa.String(400), nullable=False),
+    sa.Column("POSITION", sa.BigInteger, nullable=False),
+    sa.Column("CONSTRAINT_TYPE", sa.SmallInteger, nullable=False),
+    sa.Column("PARENT_COLUMN_NAME", sa.String(767)),
+    _fk("CHILD_TBL_ID", "TBLS.TBL_ID", nullable=True),
+    sa.Column("CHILD_COLUMN_NAME", sa.String(767)),
+    sa.Column("UPDATE_RULE", sa.Integer),
+    sa.Column("DELETE_RULE", sa.Integer),
+    sa.Column("ENABLE_VALIDATE_RELY", sa.SmallInteger, nullable=False),
+    sa.Column("DEFAULT_VALUE", Text),
+    sa.PrimaryKeyConstraint("PARENT_TBL_ID", "CONSTRAINT_NAME", "POSITION", name="CONSTRAINTS_PK"),
+    sa.Index("CONSTRAINTS_CHILD_TBL", "CHILD_TBL_ID"),
+)
+
 # markPartitionForEvent: keyed by names, not ids, and kept when the table goes (as in Hive);
 # PARTITION_NAME is the partition's values joined with ",", in partition key order.
 PARTITION_EVENTS = sa.Table(

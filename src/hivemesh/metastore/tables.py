@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -16,6 +17,7 @@ from hive_metastore.ttypes import (
     MetaException,
     NoSuchObjectException,
     PrincipalType,
+    SQLAllTableConstraints,
     StorageDescriptor,
     Table,
     TableMeta,
@@ -168,6 +170,34 @@ def _check_type_changes(old: sa.Row[Any], old_sd: StorageDescriptor | None, tabl
         column_types.check_type_changes(old_sd.cols or [], table.sd.cols or [], serde)
 
 
+def _own_constraints(constraints: SQLAllTableConstraints, db: str, table: Table) -> SQLAllTableConstraints:
+    """Copies of a new table's constraints with an unset database or table name set to the
+    table's (a foreign key's own side: ``fktable_*``)."""
+    out = SQLAllTableConstraints()
+    for field in (
+        "primaryKeys",
+        "uniqueConstraints",
+        "notNullConstraints",
+        "defaultConstraints",
+        "checkConstraints",
+    ):
+        copies = []
+        for c in getattr(constraints, field) or []:
+            c = copy.copy(c)
+            c.table_db = c.table_db or db
+            c.table_name = c.table_name or table.tableName
+            copies.append(c)
+        setattr(out, field, copies)
+    fks = []
+    for fk in constraints.foreignKeys or []:
+        fk = copy.copy(fk)
+        fk.fktable_db = fk.fktable_db or db
+        fk.fktable_name = fk.fktable_name or table.tableName
+        fks.append(fk)
+    out.foreignKeys = fks
+    return out
+
+
 class TableMixin(CatalogBase):
     """HMS table calls. Dropping a managed table deletes its data; an external one never does."""
 
@@ -213,12 +243,18 @@ class TableMixin(CatalogBase):
                 ],
             )
 
-    def create_table(self, tbl: Table, env: dict[str, str] | None = None) -> None:
-        """Create a table or view.
+    def create_table(
+        self,
+        tbl: Table,
+        env: dict[str, str] | None = None,
+        constraints: SQLAllTableConstraints | None = None,
+    ) -> None:
+        """Create a table or view, with its ``constraints`` (stored in the same transaction).
 
         A managed table without a location gets ``<db location>/<name>``; the directory of a
         table with a file-system location is created. Raises AlreadyExistsException,
-        InvalidObjectException (no such database, bad name or columns), as the Java HMS does.
+        InvalidObjectException (no such database, bad name or columns, a constraint on a missing
+        column), MetaException (a foreign key matching no key), as the Java HMS does.
         """
         if not validate_name(tbl.tableName):
             raise self.invalid_name(tbl.tableName)
@@ -272,17 +308,57 @@ class TableMixin(CatalogBase):
                 table=table.tableName,
                 catalog=db_row.CTLG_NAME,
             )
+            if constraints is not None:  # stored with the table; their events follow CREATE_TABLE
+                self.add_table_constraints(
+                    tx, db_row.CTLG_NAME, _own_constraints(constraints, db_row.NAME, table)
+                )
 
     def create_table_with_environment_context(self, tbl: Table, environment_context: Any) -> None:
         """:meth:`create_table`; ``DO_NOT_UPDATE_STATS``/``STATS_GENERATED`` are honoured."""
         self.create_table(tbl, env_props(environment_context))
 
     def create_table_req(self, request: Any) -> None:
-        """Hive 4 CreateTableRequest form of :meth:`create_table` (constraints are not kept).
+        """Hive 4 CreateTableRequest form of :meth:`create_table`, with its constraints.
         Raises InvalidObjectException for a request without its table (a required field)."""
         if request.table is None:
             raise InvalidObjectException("CreateTableRequest has no table")
-        self.create_table(request.table, env_props(request.envContext))
+        self.create_table(
+            request.table,
+            env_props(request.envContext),
+            SQLAllTableConstraints(
+                primaryKeys=request.primaryKeys,
+                foreignKeys=request.foreignKeys,
+                uniqueConstraints=request.uniqueConstraints,
+                notNullConstraints=request.notNullConstraints,
+                defaultConstraints=request.defaultConstraints,
+                checkConstraints=request.checkConstraints,
+            ),
+        )
+
+    def create_table_with_constraints(
+        self,
+        tbl: Table,
+        primaryKeys: list[Any] | None,  # noqa: N803 - Thrift names
+        foreignKeys: list[Any] | None,  # noqa: N803
+        uniqueConstraints: list[Any] | None,  # noqa: N803
+        notNullConstraints: list[Any] | None,  # noqa: N803
+        defaultConstraints: list[Any] | None,  # noqa: N803
+        checkConstraints: list[Any] | None,  # noqa: N803
+    ) -> None:
+        """:meth:`create_table` with its constraints, in one transaction (a refused constraint
+        leaves no table). Errors as :meth:`create_table`."""
+        self.create_table(
+            tbl,
+            None,
+            SQLAllTableConstraints(
+                primaryKeys=primaryKeys,
+                foreignKeys=foreignKeys,
+                uniqueConstraints=uniqueConstraints,
+                notNullConstraints=notNullConstraints,
+                defaultConstraints=defaultConstraints,
+                checkConstraints=checkConstraints,
+            ),
+        )
 
     # ---------------------------------------------------------------- get
     @staticmethod

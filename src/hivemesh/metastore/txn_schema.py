@@ -155,6 +155,23 @@ TXN_WRITE_NOTIFICATION_LOG = sa.Table(
     sa.Index("WNL_TXNID_INDEX", "WNL_TXNID"),
 )
 
+# Updates and deletes of committed txns (Hive's WRITE_SET): what get_latest_txnid_in_conflict
+# compares an open txn's own updates and deletes with. WS_COMMIT_ID is the highest txn id handed out
+# when the txn committed, so a committed txn overlapped an open one when WS_COMMIT_ID >= its id.
+# Rows go when no open txn can overlap them any more (the housekeeper's txn purge). Created by
+# Alembic revision 0006 (not in TXN_TABLES: revision 0002 stays as it was).
+WRITE_SET = sa.Table(
+    "WRITE_SET",
+    metadata,
+    sa.Column("WS_DATABASE", sa.String(128), nullable=False),
+    sa.Column("WS_TABLE", sa.String(256), nullable=False),
+    sa.Column("WS_PARTITION", sa.String(767)),
+    sa.Column("WS_TXNID", Long, nullable=False),
+    sa.Column("WS_COMMIT_ID", Long, nullable=False),
+    sa.Column("WS_OPERATION_TYPE", sa.String(1), nullable=False),
+    sa.Index("WRITE_SET_TABLE", "WS_DATABASE", "WS_TABLE"),
+)
+
 TXN_TABLES = [
     "NEXT_TXN_ID", "NEXT_LOCK_ID", "NOTIFICATION_SEQUENCE", "TXNS", "TXN_COMPONENTS", "TXN_TO_WRITE_ID",
     "NEXT_WRITE_ID", "REPL_TXN_MAP", "HIVE_LOCKS", "NOTIFICATION_LOG", "TXN_WRITE_NOTIFICATION_LOG",

@@ -74,6 +74,7 @@ from hivemesh.metastore.txn_schema import (
     TXN_TO_WRITE_ID,
     TXN_WRITE_NOTIFICATION_LOG,
     TXNS,
+    WRITE_SET,
 )
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ MAX_HEARTBEAT_RANGE = 100_000  # heartbeat_txn_range covers at most this many id
 ABORT_BATCH = 1000  # TxnStore.TIMED_OUT_TXN_ABORT_BATCH_SIZE: timed-out txns aborted per transaction
 LONG_MAX = 9223372036854775807
 OPEN, ABORTED, COMMITTED = "o", "a", "c"
+CONFLICTING_OPS = ("u", "d")  # TC_OPERATION_TYPE of updates and deletes (write-write conflicts)
 OPERATION_CODES = {1: "s", 2: "i", 3: "u", 4: "d", 5: "p", 6: "p"}  # DataOperationType -> TC_OPERATION_TYPE
 
 
@@ -394,12 +396,65 @@ class TxnMixin(CatalogBase):
                 )
             ]
             self._end_txn(c, txn_id, COMMITTED)
+            self._record_write_set(c, txn_id)
             c.execute(TXN_COMPONENTS.delete().where(TXN_COMPONENTS.c.TC_TXNID == txn_id))
             c.execute(
                 TXN_WRITE_NOTIFICATION_LOG.delete().where(TXN_WRITE_NOTIFICATION_LOG.c.WNL_TXNID == txn_id)
             )
             if not rqst.replPolicy:
                 tx.event(events.COMMIT_TXN, events.commit_txn_message(txn_id, writes), catalog=None)
+
+    @staticmethod
+    def _record_write_set(conn: sa.Connection, txn_id: int) -> None:
+        """WRITE_SET rows for the updates and deletes of a committing txn (its TXN_COMPONENTS),
+        with the highest txn id handed out so far as their commit id (Hive's commitTxn)."""
+        commit_id = conn.execute(sa.select(NEXT_TXN_ID.c.NTXN_NEXT)).scalar_one() - 1
+        tc = TXN_COMPONENTS.c
+        conn.execute(
+            WRITE_SET.insert().from_select(
+                ["WS_DATABASE", "WS_TABLE", "WS_PARTITION", "WS_TXNID", "WS_COMMIT_ID", "WS_OPERATION_TYPE"],
+                sa.select(
+                    tc.TC_DATABASE,
+                    tc.TC_TABLE,
+                    tc.TC_PARTITION,
+                    tc.TC_TXNID,
+                    sa.literal(commit_id, sa.BigInteger),
+                    tc.TC_OPERATION_TYPE,
+                )
+                .where(
+                    tc.TC_TXNID == txn_id, tc.TC_OPERATION_TYPE.in_(CONFLICTING_OPS), tc.TC_TABLE.is_not(None)
+                )
+                .distinct(),
+            )
+        )
+
+    def get_latest_txnid_in_conflict(self, txnId: int) -> int:  # noqa: N803 - Thrift names
+        """The highest id of a committed txn that overlapped txn ``txnId`` (committed after it
+        began) and updated or deleted in a table or partition ``txnId`` itself updates or deletes
+        (as its lock requests recorded them); 0 when there is none (Hive answers 0, not -1, then)."""
+        tc, ws = TXN_COMPONENTS.c, WRITE_SET.c
+        cur = (
+            sa.select(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION, tc.TC_TXNID)
+            .where(tc.TC_TXNID == txnId, tc.TC_OPERATION_TYPE.in_(CONFLICTING_OPS))
+            .distinct()
+            .subquery("cur")
+        )
+        q = (
+            sa.select(sa.func.max(ws.WS_TXNID))
+            .select_from(
+                WRITE_SET.join(
+                    cur,
+                    sa.and_(
+                        ws.WS_DATABASE == cur.c.TC_DATABASE,
+                        ws.WS_TABLE == cur.c.TC_TABLE,
+                        sa.or_(ws.WS_PARTITION == cur.c.TC_PARTITION, cur.c.TC_PARTITION.is_(None)),
+                    ),
+                )
+            )
+            .where(cur.c.TC_TXNID <= ws.WS_COMMIT_ID)
+        )
+        with self.read_statement() as conn:
+            return int(conn.execute(q).scalar() or 0)
 
     def _abort(self, tx: Tx, txn_id: int, replicated: bool) -> None:
         dbs = self._written_dbs(tx.conn, txn_id)
@@ -867,6 +922,7 @@ class TxnMixin(CatalogBase):
                 TXN_COMPONENTS.c.TC_DATABASE == db, TXN_COMPONENTS.c.TC_TABLE == table
             )
         )
+        conn.execute(WRITE_SET.delete().where(WRITE_SET.c.WS_DATABASE == db, WRITE_SET.c.WS_TABLE == table))
 
     def on_table_renamed(
         self, conn: sa.Connection, old_db: str, old_table: str, new_db: str, new_table: str
@@ -879,6 +935,7 @@ class TxnMixin(CatalogBase):
             (TXN_COMPONENTS, "TC_DATABASE", "TC_TABLE"),
             (HIVE_LOCKS, "HL_DB", "HL_TABLE"),
             (TXN_WRITE_NOTIFICATION_LOG, "WNL_DATABASE", "WNL_TABLE"),
+            (WRITE_SET, "WS_DATABASE", "WS_TABLE"),
         ):
             conn.execute(
                 tbl.update().where(tbl.c[dcol] == o_db, tbl.c[tcol] == o_t).values({dcol: n_db, tcol: n_t})
@@ -973,6 +1030,8 @@ class TxnMixin(CatalogBase):
             c.execute(
                 TXN_COMPONENTS.delete().where(TXN_COMPONENTS.c.TC_TXNID.not_in(sa.select(TXNS.c.TXN_ID)))
             )
+            # Hive's write-set GC: no open txn began at or before these commits any more
+            c.execute(WRITE_SET.delete().where(WRITE_SET.c.WS_COMMIT_ID < floor))
         if n:
             log.info("purged %d completed txn record(s)", n)
         return n

@@ -9,6 +9,7 @@ from hivemesh.storage.locations import (
     clean_location,
     delete_dir,
     delete_path,
+    empty_dir,
     exists,
     is_subdir,
     join_location,
@@ -27,6 +28,7 @@ from hivemesh.storage.locations import (
     remove_path,
     resolve_location,
     same_location,
+    write_file,
 )
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "clean_location",
     "delete_dir",
     "delete_path",
+    "empty_dir",
     "exists",
     "is_subdir",
     "join_location",
@@ -52,4 +55,5 @@ __all__ = [
     "remove_path",
     "resolve_location",
     "same_location",
+    "write_file",
 ]

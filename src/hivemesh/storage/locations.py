@@ -216,6 +216,33 @@ def delete_dir(location: str | None) -> bool:
     return target is not None and remove_path(*target)
 
 
+def empty_dir(location: str | None) -> bool:
+    """Delete everything inside a directory, hidden entries included, and leave it (created when
+    missing) empty: what Hive's truncate does to a table or partition directory. False, having
+    done nothing, for a location hivemesh does not manage (no location, a scheme pyarrow cannot
+    open here); OSError when the storage refuses."""
+    target = _target(location)
+    if target is None:
+        return False
+    fs, path = target
+    for info in list_dir(fs, path):
+        delete_path(fs, info.path)
+    fs.create_dir(path, recursive=True)
+    return True
+
+
+def write_file(location: str, data: bytes) -> None:
+    """Write ``data`` as the file ``location``, its directory created when missing. OSError when
+    the storage refuses or hivemesh cannot open its file system."""
+    target = _target(location)
+    if target is None:
+        raise OSError(f"cannot write {location}: unsupported location")
+    fs, path = target
+    fs.create_dir(os.path.dirname(path), recursive=True)
+    with fs.open_output_stream(path) as out:
+        out.write(data)
+
+
 def move_dir(src: str, dst: str) -> bool:
     """Move a directory (a rename on the same file system); True when moved."""
     a, b = _target(src), _target(dst)

@@ -3,14 +3,14 @@
 Where the database's managed tables go. It was not kept: a client's ``CREATE DATABASE ...
 MANAGEDLOCATION`` lost it, and a replica could not carry the source's (relocated) value.
 
-Revision ID: 0005
+Revision ID: 0007
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005"
-down_revision = "0004"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
