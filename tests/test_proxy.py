@@ -21,6 +21,7 @@ import pytest
 from hive_metastore.ttypes import (
     AlreadyExistsException,
     Database,
+    DropDatabaseRequest,
     FieldSchema,
     GetTableRequest,
     InvalidObjectException,
@@ -45,6 +46,7 @@ from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.config import FederationConfig
 from hivemesh.federation.members import Member
 from hivemesh.federation.service import ProxyService
+from hivemesh.storage.locations import local_path
 from tests.support.proxy import ProxyProcess, write_mesh
 from tests.support.servers import HivemeshProcess, ThriftClient, free_port
 
@@ -637,11 +639,26 @@ def test_remote_database_and_table_links(prefixed: ProxyService, zones: dict[str
         c2 = _client(again.uri).raw
         assert c2.get_table("sales_link", "orders").tableName == "orders"
         assert c2.get_table("local_db", "eu_orders").tableName == "eu_orders"
-    # DROP removes only the links; the remote objects are untouched
+    # DROP removes only the links; the remote objects are untouched. CASCADE of a remote database
+    # is refused (as Spark's DROP DATABASE ... CASCADE is, at its first drop_table), in both forms
+    us = _client(zones["us"].uri).raw
+    data = Path(local_path(us.get_table("sales", "orders").sd.location)) / "cascade-probe.orc"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_bytes(b"rows")
+    us_tables = sorted(us.get_all_tables("sales"))
+    cascade = "DROP DATABASE sales_link CASCADE refused: it is a remote database.*drop it without CASCADE"
+    with pytest.raises(MetaException, match=cascade):
+        c.drop_database("sales_link", True, True)
+    with pytest.raises(MetaException, match=cascade):
+        c.drop_database_req(DropDatabaseRequest(name="sales_link", deleteData=True, cascade=True))
+    assert c.get_table("sales_link", "orders").tableName == "orders"  # the link is still there
     c.drop_table("local_db", "eu_orders", True)
-    c.drop_database("sales_link", True, True)
+    c.drop_database("sales_link", True, False)
     assert "sales_link" not in c.get_all_databases()
-    assert "orders" in _client(zones["us"].uri).raw.get_all_tables("sales")
+    assert sorted(us.get_all_tables("sales")) == us_tables
+    assert us.get_database("sales").name == "sales"
+    assert data.read_bytes() == b"rows"
+    data.unlink()
     assert "orders" in _client(zones["eu"].uri).raw.get_all_tables("sales")
     c.drop_database("local_db", True, True)
 

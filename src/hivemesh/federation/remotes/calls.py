@@ -2,7 +2,8 @@
 
 ``CREATE DATABASE`` / ``CREATE TABLE`` with ``hivemesh.remote.*`` properties store a link instead
 of creating anything (after checking that the remote object exists and the local name is free);
-dropping a linked database or table removes the link only, the remote object is untouched. Every
+dropping a linked database or table removes the link only, the remote object is untouched (a
+CASCADE drop of a linked database is refused: its tables are read-only). Every
 other call goes the normal way (``route``). Objects read through a link carry the remote's
 configuration in their parameters, and a remote's managed tables are shown as external.
 """
@@ -104,22 +105,37 @@ class LinkCalls:
         if not self._link_create_database(database):
             self.route("create_database", [database])
 
+    def _drop_database_link(self, name: str, cascade: bool) -> bool:
+        """Remove the link if ``name`` is a remote database (True), refusing CASCADE."""
+        db = split_catalog(name)[1].lower()
+        if self.links is None or self.links.database(db) is None:
+            return False
+        if cascade:
+            # CASCADE means "drop its tables too", and a remote's tables are read-only: a Hive
+            # client cascading itself is refused at its first drop_table, so the raw call is too
+            raise MetaException(
+                f"hivemesh proxy: DROP DATABASE {db} CASCADE refused: it is a remote database, its "
+                "tables are read-only; drop it without CASCADE to remove the link only"
+            )
+        self.links.drop(db)
+        return True
+
     def drop_database(self, name: str, deleteData: bool, cascade: bool) -> None:  # noqa: N803
-        """Drop a database; a remote database's link is removed, the remote is untouched."""
-        _, db = split_catalog(name)
-        if self.links is not None and self.links.database(db.lower()) is not None:
-            self.links.drop(db.lower())
+        """Drop a database; a remote database's link is removed, the remote is untouched.
+
+        Raises MetaException for CASCADE on a remote database (its tables are read-only).
+        """
+        if self._drop_database_link(name, cascade):
             return
         self.route("drop_database", [name, deleteData, cascade])
         if self.links is not None:
-            self.links.drop_database_links(db.lower())
+            self.links.drop_database_links(split_catalog(name)[1].lower())
 
     def drop_database_req(self, req: Any) -> None:
-        """Hive 4 form of :meth:`drop_database`."""
-        _, db = split_catalog(req.name)
-        if self.links is not None and self.links.database(db.lower()) is not None:
-            self.links.drop(db.lower())
+        """Hive 4 form of :meth:`drop_database` (the same MetaException for CASCADE on a remote)."""
+        if self._drop_database_link(req.name, bool(req.cascade)):
             return
+        _, db = split_catalog(req.name)
         self.route("drop_database_req", [req])
         if self.links is not None:
             self.links.drop_database_links(db.lower())
