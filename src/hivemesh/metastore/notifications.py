@@ -204,14 +204,17 @@ class NotificationMixin(CatalogBase):
         """GetAllWriteEventInfoRequest(txnId, dbName, tableName) -> the writes txn ``txnId``
         reported with add_write_notification_log, ordered by database, table, then report order.
 
-        Each is WriteEventInfo(writeId, database, table, files: the added files joined with ``,``,
-        partition: the partition name, ``""`` for a table write, tableObj / partitionObj: the
-        Table / Partition as Thrift JSON, partitionObj None for a table write). ``dbName`` and
-        ``tableName`` filter when set and not ``*``; like Hive they are compared as given (names are
-        stored lower case, so ``DB1`` matches nothing). The writes of open and committed txns are
-        kept (committed ones until the event retention removes them; Hive's replication dump asks
-        after the commit), those of aborted txns are not: an unknown, aborted or purged txn gets
-        ``[]``. Raises nothing of its own (storage errors come as MetaException).
+        Each is WriteEventInfo(writeId, database, table, files, partition: the partition name,
+        ``""`` for a table write, tableObj / partitionObj: the Table / Partition as Thrift JSON,
+        partitionObj None for a table write). ``files`` is in Hive 4.2's form: each added file as
+        ReplChangeManager encodes it without a change manager (``path###``), joined with ``]``,
+        e.g. ``file:/t/p=a/delta_1_1/b0###]file:/t/p=a/delta_1_1/b1###``; no sub-directories
+        (add_write_notification_log does not keep them). ``dbName`` and ``tableName`` filter when
+        set and not ``*``; like Hive they are compared as given (names are stored lower case, so
+        ``DB1`` matches nothing). As in Hive, the writes stay after the txn commits or aborts
+        (Hive's replication dump asks after the commit) until the event retention removes them:
+        only an unknown or purged txn gets ``[]``. Raises nothing of its own (storage errors come
+        as MetaException).
         """
         w = TXN_WRITE_NOTIFICATION_LOG.c
         q = sa.select(TXN_WRITE_NOTIFICATION_LOG).where(w.WNL_TXNID == rqst.txnId)
@@ -226,7 +229,7 @@ class NotificationMixin(CatalogBase):
                 writeId=r.WNL_WRITEID,
                 database=r.WNL_DATABASE,
                 table=r.WNL_TABLE,
-                files=r.WNL_FILES or "",
+                files="]".join(events.encode_file_uri(f) for f in (r.WNL_FILES or "").split(",") if f),
                 partition=r.WNL_PARTITION or "",
                 tableObj=r.WNL_TABLE_OBJ,
                 partitionObj=r.WNL_PARTITION_OBJ,
@@ -238,7 +241,7 @@ class NotificationMixin(CatalogBase):
     def purge_events(self, retention_s: int, now: int | None = None) -> int:
         """Remove events older than ``retention_s`` seconds, keeping every event after the oldest
         position a reader asked for in the last hour, and the write notifications older than that
-        of txns no longer open (what get_all_write_event_info reads; Hive's
+        of txns no longer open (committed or aborted) (what get_all_write_event_info reads; Hive's
         cleanWriteNotificationEvents). Returns how many events were removed."""
         now = now if now is not None else now_s()
         w = TXN_WRITE_NOTIFICATION_LOG.c

@@ -466,9 +466,8 @@ class TxnMixin(CatalogBase):
             ).scalars()
         ]
         self._end_txn(tx.conn, txn_id, ABORTED)
-        tx.conn.execute(
-            TXN_WRITE_NOTIFICATION_LOG.delete().where(TXN_WRITE_NOTIFICATION_LOG.c.WNL_TXNID == txn_id)
-        )
+        # its write notifications stay, as in Hive 4.2 (get_all_write_event_info answers them),
+        # until the event retention removes them (purge_events)
         if not replicated:
             tx.event(events.ABORT_TXN, events.abort_txn_message(txn_id, dbs, write_ids), catalog=None)
 
