@@ -907,6 +907,10 @@ def api_scenario(c: Any, warehouse: Path) -> tuple[list[tuple[str, str]], dict[s
     r("dropped catalog", lambda: c.get_catalog(T.GetCatalogRequest(cat)))
     r("drop hive catalog", lambda: c.drop_catalog(T.DropCatalogRequest("hive")))
 
+    # before the exchanges: Hive 4.2's failed exchange_partitions leaves its metadata transaction
+    # open, so the next call writing an event through it keeps Derby's NOTIFICATION_SEQUENCE lock
+    write_event_info(c, r, db, table, part)
+
     # --- partition specs and exchange
     c.create_table(table("s", ["ds", "hr"]))
     c.create_table(table("d", ["ds", "hr"]))
@@ -941,6 +945,60 @@ def api_scenario(c: Any, warehouse: Path) -> tuple[list[tuple[str, str]], dict[s
     c.abort_txn(T.AbortTxnRequest(txnid=second))
     c.drop_database(db, True, True)
     return [(cat, "{cat}"), (db, "{db}"), (wh, "{wh}"), (str(warehouse), "{wh}")], r.out
+
+
+def write_event_info(
+    c: Any, r: Recorder, db: str, table: Callable[..., T.Table], part: Callable[..., T.Partition]
+) -> None:
+    """get_all_write_event_info over the writes of an open, then committed txn (a table and a
+    partition), with and without database/table filters, and of unknown and aborted txns."""
+    c.create_table(table("wf", transactional="true"))
+    c.create_table(table("wp", ["p"], transactional="true"))
+    c.add_partitions([part("wp", ["a"])])
+    t = c.open_txns(T.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+    for name, vals, files in (
+        ("wp", ["a"], ["file:/x/p=a/delta_1/b0", "file:/x/p=a/delta_1/b1"]),
+        ("wf", None, []),
+    ):
+        req = T.AllocateTableWriteIdsRequest(dbName=db, tableName=name, txnIds=[t])
+        w = c.allocate_table_write_ids(req).txnToWriteIds[0].writeId
+        rq = T.WriteNotificationLogRequest(
+            txnId=t, writeId=w, db=db, table=name,
+            fileInfo=T.InsertEventRequestData(filesAdded=files), partitionVals=vals,
+        )  # fmt: skip
+        r(f"add_write_notification_log {name}", lambda rq=rq: _plain(c.add_write_notification_log(rq)))
+
+    def info(txn: int, dbname: str | None = None, tablename: str | None = None) -> Any:
+        rq = T.GetAllWriteEventInfoRequest(txnId=txn, dbName=dbname, tableName=tablename)
+        return [
+            (
+                i.writeId, i.database, i.table, i.files, i.partition,
+                json.loads(i.tableObj)["1"]["str"] if i.tableObj else i.tableObj,
+                json.loads(i.partitionObj)["1"]["lst"] if i.partitionObj else i.partitionObj,
+            )
+            for i in c.get_all_write_event_info(rq)
+        ]  # fmt: skip
+
+    r("write event info", lambda: info(t))
+    r("write event info, database", lambda: info(t, db))
+    r("write event info, table", lambda: info(t, db, "wp"))
+    r("write event info, table only", lambda: info(t, None, "wf"))
+    r("write event info, all", lambda: info(t, "*", "*"))
+    r("write event info, upper case", lambda: info(t, db.upper(), "WP"))
+    r("write event info, other database", lambda: info(t, db + "_no"))
+    c.commit_txn(T.CommitTxnRequest(txnid=t))
+    r("write event info, committed", lambda: info(t))
+    r("write event info, unknown txn", lambda: info(t + 1_000_000))
+    a = c.open_txns(T.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+    c.allocate_table_write_ids(T.AllocateTableWriteIdsRequest(dbName=db, tableName="wf", txnIds=[a]))
+    c.add_write_notification_log(
+        T.WriteNotificationLogRequest(
+            txnId=a, writeId=2, db=db, table="wf", fileInfo=T.InsertEventRequestData(filesAdded=["file:/x/f"])
+        )
+    )
+    r("write event info, open", lambda: info(a))
+    c.abort_txn(T.AbortTxnRequest(txnid=a))
+    r("write event info, aborted", lambda: info(a))
 
 
 _INTERNAL = "TApplicationException: Internal error processing "

@@ -571,6 +571,114 @@ def test_acid_write_and_insert_events(hms, unique_name: str) -> None:  # type: i
     hms.drop_table("default", unique_name, True)
 
 
+def test_get_all_write_event_info(hms, unique_name: str) -> None:  # type: ignore[no-untyped-def]
+    """A txn's add_write_notification_log writes, filtered by database and table (as given: names
+    are stored lower case), still answered after the commit (Hive's replication dump asks then);
+    and after an abort, as Hive 4.2 does; an unknown txn has none."""
+    from hive_metastore.ttypes import (
+        GetAllWriteEventInfoRequest,
+        InsertEventRequestData,
+        Partition,
+        WriteNotificationLogRequest,
+    )
+
+    part_t, flat_t = unique_name + "_p", unique_name + "_f"
+    hms.create_table(_table("default", part_t, partitioned=True))
+    hms.create_table(_table("default", flat_t))
+    sd = hms.get_table("default", part_t).sd
+    hms.add_partition(Partition(values=["a"], dbName="default", tableName=part_t, sd=sd, parameters={}))
+    (t,) = open_txns(hms, 1)
+    (wp,) = allocate(hms, "default", part_t, [t])
+    (wf,) = allocate(hms, "default", flat_t, [t])
+    pfiles = [f"{sd.location}/p=a/delta_{wp:07d}_{wp:07d}_0000/bucket_00000", f"{sd.location}/p=a/x"]
+    ffiles = ["file:/w/f/delta_1/bucket_00000"]
+    for table, w, files, pvals in ((flat_t, wf, ffiles, None), (part_t, wp, pfiles, ["a"])):
+        hms.add_write_notification_log(
+            WriteNotificationLogRequest(
+                txnId=t, writeId=w, db="default", table=table,
+                fileInfo=InsertEventRequestData(filesAdded=files), partitionVals=pvals,
+            )
+        )  # fmt: skip
+
+    def ask(txn: int, db: str | None = None, table: str | None = None):  # type: ignore[no-untyped-def]
+        return hms.get_all_write_event_info(
+            GetAllWriteEventInfoRequest(txnId=txn, dbName=db, tableName=table)
+        )
+
+    every = ask(t)
+    assert [(i.table, i.writeId) for i in every] == sorted([(flat_t, wf), (part_t, wp)])
+    by_table = {i.table: i for i in every}
+    p, f = by_table[part_t], by_table[flat_t]
+    assert p.database == "default" and p.partition == "p=a"
+    assert p.files == f"{pfiles[0]}###]{pfiles[1]}###"  # Hive 4.2: ReplChangeManager form, "]"
+    assert json.loads(p.partitionObj)["1"]["lst"] == ["str", 1, "a"]  # Thrift JSON: values
+    assert json.loads(p.tableObj)["1"]["str"] == part_t
+    assert f.files == ffiles[0] + "###" and f.partition == "" and f.partitionObj is None
+    assert json.loads(f.tableObj)["1"]["str"] == flat_t
+    assert ask(t, "default") == every and ask(t, "*", "*") == every
+    assert ask(t, "default", flat_t) == [f]
+    assert ask(t, None, part_t) == [p]
+    assert ask(t, "default", part_t.upper()) == [] and ask(t, "DEFAULT") == []
+    assert ask(t, "no_such_db") == [] and ask(t, "default", "no_such_table") == []
+    assert ask(t + 1_000_000) == []
+    hms.commit_txn(CommitTxnRequest(txnid=t))
+    assert ask(t) == every  # kept after the commit, for the replication dump
+    (a,) = open_txns(hms, 1)
+    allocate(hms, "default", flat_t, [a])
+    hms.add_write_notification_log(
+        WriteNotificationLogRequest(
+            txnId=a,
+            writeId=wf + 1,
+            db="default",
+            table=flat_t,
+            fileInfo=InsertEventRequestData(filesAdded=[]),
+        )
+    )
+    assert [i.files for i in ask(a)] == [""]
+    hms.abort_txn(AbortTxnRequest(txnid=a))
+    assert [(i.table, i.writeId) for i in ask(a)] == [(flat_t, wf + 1)]  # kept, as Hive 4.2 does
+    hms.drop_table("default", part_t, True)
+    hms.drop_table("default", flat_t, True)
+
+
+def test_write_event_info_goes_with_the_event_retention(local: LocalMetastore) -> None:
+    """purge_events removes the write notifications of ended txns older than the retention and
+    keeps those of open txns."""
+    from hive_metastore.ttypes import (
+        GetAllWriteEventInfoRequest,
+        InsertEventRequestData,
+        WriteNotificationLogRequest,
+    )
+
+    m = local
+    name = "wnl_retention"
+    m.create_table(_table("default", name))
+    done, still = m.open_txns(OpenTxnRequest(num_txns=2, user="u", hostname="h")).txn_ids
+    for t in (done, still):
+        (w,) = m.allocate_table_write_ids(
+            AllocateTableWriteIdsRequest(dbName="default", tableName=name, txnIds=[t])
+        ).txnToWriteIds
+        m.add_write_notification_log(
+            WriteNotificationLogRequest(
+                txnId=t,
+                writeId=w.writeId,
+                db="default",
+                table=name,
+                fileInfo=InsertEventRequestData(filesAdded=["f"]),
+            )
+        )
+    m.commit_txn(CommitTxnRequest(txnid=done))
+
+    def count(t: int) -> int:
+        return len(m.get_all_write_event_info(GetAllWriteEventInfoRequest(txnId=t)))
+
+    m.purge_events(retention_s=3600)
+    assert (count(done), count(still)) == (1, 1)
+    m.purge_events(retention_s=0, now=int(time.time()) + 10)
+    assert (count(done), count(still)) == (0, 1)
+    m.abort_txn(AbortTxnRequest(txnid=still))
+
+
 def test_oversized_open_txns_is_capped_and_runaway_clients_refused(
     local: LocalMetastore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

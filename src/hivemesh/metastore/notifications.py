@@ -12,10 +12,12 @@ import threading
 import time
 from typing import Any
 
+import sqlalchemy as sa
 from hive_metastore.ttypes import (
     CurrentNotificationEventId,
     FireEventRequest,
     FireEventResponse,
+    GetAllWriteEventInfoRequest,
     InsertEventRequestData,
     MetaException,
     NotificationEventRequest,
@@ -24,6 +26,7 @@ from hive_metastore.ttypes import (
     NotificationEventsCountResponse,
     Partition,
     Table,
+    WriteEventInfo,
     WriteNotificationLogBatchRequest,
     WriteNotificationLogBatchResponse,
     WriteNotificationLogRequest,
@@ -36,7 +39,7 @@ from hivemesh.hive.names import make_part_name
 from hivemesh.hive.tjson import thrift_json
 from hivemesh.metastore import notification_log
 from hivemesh.metastore.base import CatalogBase
-from hivemesh.metastore.txn_schema import TXN_WRITE_NOTIFICATION_LOG
+from hivemesh.metastore.txn_schema import TXN_WRITE_NOTIFICATION_LOG, TXNS
 
 READER_MEMORY_S = 3600  # a get_next_notification position pins the events after it this long
 
@@ -197,12 +200,58 @@ class NotificationMixin(CatalogBase):
                     catalog=tbl.catName,
                 )
 
+    def get_all_write_event_info(self, rqst: GetAllWriteEventInfoRequest) -> list[WriteEventInfo]:
+        """GetAllWriteEventInfoRequest(txnId, dbName, tableName) -> the writes txn ``txnId``
+        reported with add_write_notification_log, ordered by database, table, then report order.
+
+        Each is WriteEventInfo(writeId, database, table, files, partition: the partition name,
+        ``""`` for a table write, tableObj / partitionObj: the Table / Partition as Thrift JSON,
+        partitionObj None for a table write). ``files`` is in Hive 4.2's form: each added file as
+        ReplChangeManager encodes it without a change manager (``path###``), joined with ``]``,
+        e.g. ``file:/t/p=a/delta_1_1/b0###]file:/t/p=a/delta_1_1/b1###``; no sub-directories
+        (add_write_notification_log does not keep them). ``dbName`` and ``tableName`` filter when
+        set and not ``*``; like Hive they are compared as given (names are stored lower case, so
+        ``DB1`` matches nothing). As in Hive, the writes stay after the txn commits or aborts
+        (Hive's replication dump asks after the commit) until the event retention removes them:
+        only an unknown or purged txn gets ``[]``. Raises nothing of its own (storage errors come
+        as MetaException).
+        """
+        w = TXN_WRITE_NOTIFICATION_LOG.c
+        q = sa.select(TXN_WRITE_NOTIFICATION_LOG).where(w.WNL_TXNID == rqst.txnId)
+        if rqst.dbName is not None and rqst.dbName != "*":
+            q = q.where(w.WNL_DATABASE == rqst.dbName)
+        if rqst.tableName is not None and rqst.tableName != "*":
+            q = q.where(w.WNL_TABLE == rqst.tableName)
+        with self.read() as conn:
+            rows = conn.execute(q.order_by(w.WNL_DATABASE, w.WNL_TABLE, w.WNL_ID)).all()
+        return [
+            WriteEventInfo(
+                writeId=r.WNL_WRITEID,
+                database=r.WNL_DATABASE,
+                table=r.WNL_TABLE,
+                files="]".join(events.encode_file_uri(f) for f in (r.WNL_FILES or "").split(",") if f),
+                partition=r.WNL_PARTITION or "",
+                tableObj=r.WNL_TABLE_OBJ,
+                partitionObj=r.WNL_PARTITION_OBJ,
+            )
+            for r in rows
+        ]
+
     # ------------------------------------------------------------------ retention
     def purge_events(self, retention_s: int, now: int | None = None) -> int:
         """Remove events older than ``retention_s`` seconds, keeping every event after the oldest
-        position a reader asked for in the last hour. Returns how many were removed."""
+        position a reader asked for in the last hour, and the write notifications older than that
+        of txns no longer open (committed or aborted) (what get_all_write_event_info reads; Hive's
+        cleanWriteNotificationEvents). Returns how many events were removed."""
         now = now if now is not None else now_s()
+        w = TXN_WRITE_NOTIFICATION_LOG.c
         with self.write() as tx:
+            tx.conn.execute(
+                TXN_WRITE_NOTIFICATION_LOG.delete().where(
+                    w.WNL_EVENT_TIME < now - retention_s,
+                    w.WNL_TXNID.not_in(sa.select(TXNS.c.TXN_ID).where(TXNS.c.TXN_STATE == "o")),
+                )
+            )
             return notification_log.delete_older_than(
                 tx.conn, now - retention_s, self.oldest_reader_position()
             )

@@ -398,9 +398,8 @@ class TxnMixin(CatalogBase):
             self._end_txn(c, txn_id, COMMITTED)
             self._record_write_set(c, txn_id)
             c.execute(TXN_COMPONENTS.delete().where(TXN_COMPONENTS.c.TC_TXNID == txn_id))
-            c.execute(
-                TXN_WRITE_NOTIFICATION_LOG.delete().where(TXN_WRITE_NOTIFICATION_LOG.c.WNL_TXNID == txn_id)
-            )
+            # the txn's write notifications stay (get_all_write_event_info: Hive's replication dump
+            # reads them after the commit) until the event retention removes them (purge_events)
             if not rqst.replPolicy:
                 tx.event(events.COMMIT_TXN, events.commit_txn_message(txn_id, writes), catalog=None)
 
@@ -467,9 +466,8 @@ class TxnMixin(CatalogBase):
             ).scalars()
         ]
         self._end_txn(tx.conn, txn_id, ABORTED)
-        tx.conn.execute(
-            TXN_WRITE_NOTIFICATION_LOG.delete().where(TXN_WRITE_NOTIFICATION_LOG.c.WNL_TXNID == txn_id)
-        )
+        # its write notifications stay, as in Hive 4.2 (get_all_write_event_info answers them),
+        # until the event retention removes them (purge_events)
         if not replicated:
             tx.event(events.ABORT_TXN, events.abort_txn_message(txn_id, dbs, write_ids), catalog=None)
 
