@@ -23,6 +23,8 @@ from io import BytesIO
 from typing import Any
 
 from thrift.protocol import TBinaryProtocol, TCompactProtocol
+from thrift.protocol.TProtocol import TProtocolException
+from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TTransport
 from thrift.transport.TTransport import TTransportException
 
@@ -449,7 +451,8 @@ def _thrift_head(head: bytes) -> tuple[bool, bool] | None:
     """``(framed, compact)`` when ``head`` opens a Thrift message in a protocol this server
     speaks (binary with a version header, or compact; framed or not), else None."""
 
-    def opens(b: bytes) -> bool | None:  # compact?, None when no Thrift message starts here
+    def opens(b: bytes) -> bool | None:
+        """True: a compact-protocol message starts at ``b``; False: a binary one; None: neither."""
         if b[:2] == b"\x80\x01":
             return False
         if b[:1] == b"\x82":
@@ -468,9 +471,6 @@ def _refused_plaintext(client: socket.socket) -> bool:
     :data:`TLS_REQUIRED` (in its own protocol and framing, so every Thrift client shows the
     reason) and return True; False for anything else (a TLS ClientHello goes on to the handshake).
     Reads nothing but a plaintext message's header. Raises OSError (timeout, reset)."""
-    from thrift.protocol.TProtocol import TProtocolException
-    from thrift.Thrift import TApplicationException, TMessageType
-
     deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
     while True:
         head = client.recv(6, socket.MSG_PEEK)  # waits for the first bytes (the socket's timeout)
