@@ -90,6 +90,22 @@ def _stored(c: Any, table: _Table, column: str | None, **names: Any) -> Any:
     return out
 
 
+def _row(
+    table: _Table, name: str, position: int, kind: int, column: str | None, c: Any, **extra: Any
+) -> dict[str, Any]:
+    """The KEY_CONSTRAINTS row of one column of constraint ``c`` on ``table`` (``extra``: further
+    columns, e.g. DEFAULT_VALUE)."""
+    return {
+        "PARENT_TBL_ID": table.id,
+        "CONSTRAINT_NAME": name,
+        "POSITION": position,
+        "CONSTRAINT_TYPE": kind,
+        "PARENT_COLUMN_NAME": column,
+        "ENABLE_VALIDATE_RELY": _flags(c),
+        **extra,
+    }
+
+
 class _Table:
     """A table constraints are added to: its ids, qualified names and columns (name -> type)."""
 
@@ -191,54 +207,33 @@ class ConstraintMixin(CatalogBase):
     def _add_primary_keys(
         self, conn: sa.Connection, pks: Sequence[SQLPrimaryKey], default_cat: str
     ) -> list[SQLPrimaryKey]:
-        rows, stored, name = [], [], ""
-        for pk in pks:
-            table, column = self._parent(conn, pk, default_cat)
-            self._require_column(table, column)
-            if self._constraint_names(conn, table.id, PRIMARY_KEY):
-                raise MetaException(f" Primary key already exists for: {table.cat}.{table.db}.{table.name}")
-            if pk.pk_name is None:
-                if pk.key_seq == 1 or not name:
-                    name = _generated_name("pk", table.db, table.name, column)
-            else:
-                name = self._checked_name(conn, table, pk.pk_name)
-            rows.append(
-                {
-                    "PARENT_TBL_ID": table.id,
-                    "CONSTRAINT_NAME": name,
-                    "POSITION": pk.key_seq or 1,
-                    "CONSTRAINT_TYPE": PRIMARY_KEY,
-                    "PARENT_COLUMN_NAME": column,
-                    "ENABLE_VALIDATE_RELY": _flags(pk),
-                }
-            )
-            stored.append(_stored(pk, table, column, pk_name=name))
-        self._insert(conn, rows)
-        return stored
+        """A primary key (its columns in ``key_seq`` order); MetaException when the table has one."""
+        return self._add_keys(conn, pks, PRIMARY_KEY, default_cat)
 
     def _add_unique_constraints(
         self, conn: sa.Connection, uks: Sequence[SQLUniqueConstraint], default_cat: str
     ) -> list[SQLUniqueConstraint]:
+        """Unique constraints, each key's columns in ``key_seq`` order."""
+        return self._add_keys(conn, uks, UNIQUE, default_cat)
+
+    def _add_keys(self, conn: sa.Connection, keys: Sequence[Any], kind: int, default_cat: str) -> list[Any]:
+        """Primary-key (``kind`` PRIMARY_KEY: ``pk_name``) or unique (``uk_name``) columns; an
+        unnamed key is named once, at its first column (``key_seq`` 1)."""
+        prefix, field = ("pk", "pk_name") if kind == PRIMARY_KEY else ("uk", "uk_name")
         rows, stored, name = [], [], ""
-        for uk in uks:
-            table, column = self._parent(conn, uk, default_cat)
+        for key in keys:
+            table, column = self._parent(conn, key, default_cat)
             self._require_column(table, column)
-            if uk.uk_name is None:
-                if uk.key_seq == 1 or not name:
-                    name = _generated_name("uk", table.db, table.name, column)
+            if kind == PRIMARY_KEY and self._constraint_names(conn, table.id, PRIMARY_KEY):
+                raise MetaException(f" Primary key already exists for: {table.cat}.{table.db}.{table.name}")
+            given = getattr(key, field)
+            if given is None:
+                if key.key_seq == 1 or not name:
+                    name = _generated_name(prefix, table.db, table.name, column)
             else:
-                name = self._checked_name(conn, table, uk.uk_name)
-            rows.append(
-                {
-                    "PARENT_TBL_ID": table.id,
-                    "CONSTRAINT_NAME": name,
-                    "POSITION": uk.key_seq or 1,
-                    "CONSTRAINT_TYPE": UNIQUE,
-                    "PARENT_COLUMN_NAME": column,
-                    "ENABLE_VALIDATE_RELY": _flags(uk),
-                }
-            )
-            stored.append(_stored(uk, table, column, uk_name=name))
+                name = self._checked_name(conn, table, given)
+            rows.append(_row(table, name, key.key_seq or 1, kind, column, key))
+            stored.append(_stored(key, table, column, **{field: name}))
         self._insert(conn, rows)
         return stored
 
@@ -254,16 +249,7 @@ class ConstraintMixin(CatalogBase):
                 if nn.nn_name is None
                 else self._checked_name(conn, table, nn.nn_name)
             )
-            rows.append(
-                {
-                    "PARENT_TBL_ID": table.id,
-                    "CONSTRAINT_NAME": name,
-                    "POSITION": 1,
-                    "CONSTRAINT_TYPE": NOT_NULL,
-                    "PARENT_COLUMN_NAME": column,
-                    "ENABLE_VALIDATE_RELY": _flags(nn),
-                }
-            )
+            rows.append(_row(table, name, 1, NOT_NULL, column, nn))
             stored.append(_stored(nn, table, column, nn_name=name))
         self._insert(conn, rows)
         return stored
@@ -288,17 +274,7 @@ class ConstraintMixin(CatalogBase):
                 else self._checked_name(conn, table, c.dc_name)
             )
             value = c.default_value if isinstance(c, SQLDefaultConstraint) else c.check_expression
-            rows.append(
-                {
-                    "PARENT_TBL_ID": table.id,
-                    "CONSTRAINT_NAME": name,
-                    "POSITION": 1,
-                    "CONSTRAINT_TYPE": kind,
-                    "PARENT_COLUMN_NAME": column,
-                    "ENABLE_VALIDATE_RELY": _flags(c),
-                    "DEFAULT_VALUE": value,
-                }
-            )
+            rows.append(_row(table, name, 1, kind, column, c, DEFAULT_VALUE=value))
             stored.append(_stored(c, table, column, dc_name=name))
         self._insert(conn, rows)
         return stored
