@@ -1104,6 +1104,22 @@ STEPS: list[Step] = [
     ),
     Step("get_function of dropped db", lambda t: t.client.get_function(DB, "my_upper")),
     Step("get_all_databases at the end", lambda t: _ours(t.client.get_all_databases())),
+    Step(
+        "get_all_write_event_info (a Hive 4 call)",
+        lambda t: t.client.get_all_write_event_info(T.GetAllWriteEventInfoRequest(txnId=1)),
+        message=True,
+        expected_difference=(
+            "HMS 2.3 has no such call and answers Thrift's UNKNOWN_METHOD (replication then falls back "
+            "to a txn's write id allocations: hivemesh.replication.txn_writes); hivemesh answers as "
+            "Hive 4.2, here [] for a txn that reported no writes"
+        ),
+        java={
+            "error": "TApplicationException",
+            "type": TApplicationException.UNKNOWN_METHOD,
+            "message": "Invalid method name: 'get_all_write_event_info'",
+        },
+        hivemesh=[],
+    ),
 ]
 
 

@@ -955,6 +955,7 @@ def write_event_info(
     c.create_table(table("wf", transactional="true"))
     c.create_table(table("wp", ["p"], transactional="true"))
     c.add_partitions([part("wp", ["a"])])
+    first_event = c.get_current_notificationEventId().eventId
     t = c.open_txns(T.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
     for name, vals, files in (
         ("wp", ["a"], ["file:/x/p=a/delta_1/b0", "file:/x/p=a/delta_1/b1"]),
@@ -986,7 +987,31 @@ def write_event_info(
     r("write event info, all", lambda: info(t, "*", "*"))
     r("write event info, upper case", lambda: info(t, db.upper(), "WP"))
     r("write event info, other database", lambda: info(t, db + "_no"))
+    idle = c.open_txns(T.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+    c.commit_txn(T.CommitTxnRequest(txnid=idle))  # a txn without writes
     c.commit_txn(T.CommitTxnRequest(txnid=t))
+    # the notification log of the txns: Hive writes no event for add_write_notification_log (only
+    # TXN_WRITE_NOTIFICATION_LOG rows), and its COMMIT_TXN names neither files nor tables
+    # (OPEN_TXN's txnIds list is a deliberate difference, pinned by the event scenario)
+    head = {"txnid", "timestamp", "server", "servicePrincipal"}
+    txn_events = c.get_next_notification(T.NotificationEventRequest(first_event)).events
+    r("write notification event types", lambda: [e.eventType for e in txn_events])
+    r(
+        "write notification messages",
+        lambda: [
+            (e.eventType, sorted(k for k, v in _decode(e).items() if v is not None and k not in head))
+            for e in txn_events
+            if e.eventType != "OPEN_TXN"
+        ],
+    )
+    r(
+        "commit message",
+        lambda: [
+            (_decode(e)["databases"], _decode(e)["writeIds"])
+            for e in txn_events
+            if e.eventType == "COMMIT_TXN"
+        ],
+    )
     r("write event info, committed", lambda: info(t))
     r("write event info, unknown txn", lambda: info(t + 1_000_000))
     a = c.open_txns(T.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]

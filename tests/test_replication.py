@@ -623,7 +623,7 @@ def test_bootstrap_then_incremental_rounds_keep_the_target_equal(
         "CREATE_DATABASE", "ALTER_DATABASE", "DROP_DATABASE", "CREATE_TABLE", "ALTER_TABLE", "DROP_TABLE",
         "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION", "CREATE_FUNCTION", "DROP_FUNCTION",
         "UPDATE_TBL_COL_STAT_EVENT", "UPDATE_PART_COL_STAT_EVENT", "DELETE_TBL_COL_STAT_EVENT",
-        "ALLOC_WRITE_ID_EVENT", "ACID_WRITE_EVENT", "COMMIT_TXN", "ABORT_TXN", "INSERT",
+        "ALLOC_WRITE_ID_EVENT", "COMMIT_TXN", "ABORT_TXN", "INSERT",
     }  # fmt: skip
     st = mesh.status()["main"]
     assert st["phase"] == "replicating" and st["applied_event_id"] == current_id(a) and st["lag_events"] == 0

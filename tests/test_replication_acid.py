@@ -35,6 +35,7 @@ from hive_metastore.ttypes import (
     GetValidWriteIdsRequest,
     InsertEventRequestData,
     MaxAllocatedTableWriteIdRequest,
+    NotificationEventRequest,
     OpenTxnRequest,
     Partition,
     ReplTblWriteIdStateRequest,
@@ -522,3 +523,36 @@ def test_rescan_copies_files_written_without_a_metastore_call(
     finally:
         service.stop()
         store.dispose()
+
+
+def test_a_reported_write_syncs_exactly_its_partition(zones: Zones, mesh: Mesh) -> None:
+    """COMMIT_TXN names no files (as Hive 4.2's): the replicator asks the source's
+    get_all_write_event_info and syncs the partition the txn reported, not the table's others; a
+    txn that reported nothing (a streaming writer's) gets every partition the target has synced."""
+    a, b = zones.a, zones.b
+    db = "reported_db"
+    a.create_database(Database(name=db, parameters={}))
+    t = make_acid_table(a, db, "t", ("p",))
+    one, two = (add_acid_partition(a, t, v).sd.location for v in ("1", "2"))
+    mesh.write([{"name": "reported", "source": "a", "target": "b", "databases": [db]}])
+    mesh.once()  # the bootstrap
+    start = current_id(a)
+    w = Writer(a)
+    tid, wid = w.open(t, "1", b"reported\n")
+    put_file(two, "stray", b"written with no metastore call\n")
+    w.commit(tid)
+    events = a.get_next_notification(NotificationEventRequest(lastEvent=start)).events
+    (commit,) = [e for e in events if e.eventType == "COMMIT_TXN"]
+    assert "bucket_00000" not in commit.message and f'"databases":["{db}"]' in commit.message
+    mesh.once()
+    target_one, target_two = (b.get_partition(db, "t", [v]).sd.location for v in ("1", "2"))
+    assert tree(target_one) == {f"{delta(wid)}/bucket_00000": b"reported\n"}
+    assert tree(target_two) == {}  # the reported write named partition p=1 only
+
+    tid, wid2 = w.open(t)  # reports nothing
+    put_file(one, f"{delta(wid2)}/bucket_00000", b"unreported\n")
+    w.commit(tid)
+    mesh.once()
+    assert tree(target_one)[f"{delta(wid2)}/bucket_00000"] == b"unreported\n"
+    assert tree(target_two) == {"stray": b"written with no metastore call\n"}
+    assert write_ids(b, f"{db}.t") == write_ids(a, f"{db}.t")

@@ -339,15 +339,23 @@ class OpenTxn(Message):
 
 @dataclass
 class CommitTxn(Message):
-    """COMMIT_TXN: the txn id and its ACID writes (one WriteEventInfo per write id/table/partition)."""
+    """COMMIT_TXN: the txn id, its (database, write id) pairs as the parallel lists ``databases``
+    and ``write_ids`` (Hive 4.2 and hivemesh write only these), and ``writes``: one WriteEventInfo
+    per write id/table/partition when the message lists tables too (hivemesh before it matched
+    Hive 4.2), else ``[]`` (ask the source's get_all_write_event_info)."""
 
     txn_id: int
     writes: list[WriteEventInfo]
+    databases: list[str] = field(default_factory=list)
+    write_ids: list[int] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, event: NotificationEvent, body: Body) -> Self:
-        """Reads ``txnid`` and the parallel lists ``writeIds``, ``databases``, ``tables``, ..."""
-        return cls(event, body, int(body["txnid"]), _writes(body))
+        """Reads ``txnid``, ``databases``, ``writeIds`` and, when ``tables`` is set, the writes
+        from the parallel lists ``writeIds``, ``databases``, ``tables``, ..."""
+        writes = _writes(body) if body.get("tables") else []
+        dbs = [str(d) for d in body.get("databases") or []]
+        return cls(event, body, int(body["txnid"]), writes, dbs, [int(w) for w in body.get("writeIds") or []])
 
 
 @dataclass
@@ -614,7 +622,7 @@ REGISTRY: Mapping[str, type[Message]] = MappingProxyType(
     }
 )
 """Event type -> the message class it decodes to (the class's ``from_json`` is its parser).
-Covers every type of :data:`hivemesh.hive.events.EVENT_TYPES`."""
+Covers every type of :data:`hivemesh.hive.events.EVENT_TYPES` and of ``READ_ONLY_EVENT_TYPES``."""
 
 
 def parse_event(event: NotificationEvent) -> Message:

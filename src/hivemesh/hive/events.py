@@ -30,7 +30,6 @@ from hive_metastore.ttypes import (
     Partition,
     Table,
     TxnToWriteId,
-    WriteEventInfo,
 )
 
 from hivemesh.hive.constants import now_s
@@ -84,7 +83,6 @@ EVENT_TYPES: tuple[str, ...] = (
     COMMIT_TXN,
     ABORT_TXN,
     ALLOC_WRITE_ID_EVENT,
-    ACID_WRITE_EVENT,
     UPDATE_TBL_COL_STAT_EVENT,
     DELETE_TBL_COL_STAT_EVENT,
     UPDATE_PART_COL_STAT_EVENT,
@@ -99,6 +97,11 @@ EVENT_TYPES: tuple[str, ...] = (
 )
 """Every event type hivemesh writes (each has a builder below and a message class in
 :mod:`hivemesh.hive.event_messages`)."""
+
+READ_ONLY_EVENT_TYPES: tuple[str, ...] = (ACID_WRITE_EVENT,)
+"""Event types hivemesh reads but no longer writes: ACID_WRITE_EVENT, which hivemesh's
+``add_write_notification_log`` appended before it answered as Hive 4.2 (stores upgraded since keep
+such events until their retention, and replication still reads them)."""
 
 SERVER = ""  # Hive: hive.metastore.uris of the metastore that wrote the event
 SERVICE_PRINCIPAL = ""  # Hive: hive.metastore.kerberos.principal
@@ -136,16 +139,13 @@ def decode_file_uri(encoded: str) -> tuple[str, str | None, str | None, str | No
     return path, chk or None, cm or None, sub or None
 
 
-def _files(data: InsertEventRequestData | None, with_sub_dirs: bool) -> list[str]:
-    """Encoded file URIs of an insert (Hive's FileChksumIterator)."""
+def _files(data: InsertEventRequestData | None) -> list[str]:
+    """Encoded file URIs of an insert, with their checksums (Hive's FileChksumIterator)."""
     if data is None:
         return []
-    files = list(data.filesAdded or [])
     chks = list(data.filesAddedChecksum or [])
-    subs = list(data.subDirectoryList or []) if with_sub_dirs else []
     return [
-        encode_file_uri(f, chks[i] if i < len(chks) else None, subs[i] if i < len(subs) else None)
-        for i, f in enumerate(files)
+        encode_file_uri(f, chks[i] if i < len(chks) else None) for i, f in enumerate(data.filesAdded or [])
     ]
 
 
@@ -302,7 +302,7 @@ def insert_message(table: Table, partition: Partition | None, data: InsertEventR
             "ptnObjJson": thrift_json(partition) if partition is not None else None,
             "timestamp": now_s(),
             "replace": "false" if data.replace is False else "true",
-            "files": _files(data, with_sub_dirs=False),
+            "files": _files(data),
         }
     )
 
@@ -394,15 +394,17 @@ def open_txn_message(txn_ids: list[int]) -> str:
     )
 
 
-def commit_txn_message(txn_id: int, writes: list[WriteEventInfo]) -> str:
-    """COMMIT_TXN (JSONCommitTxnMessage): txnid, timestamp, server, servicePrincipal, and the
-    txn's ACID writes as parallel lists writeIds, databases, tables, partitions, tableObjs,
-    partitionObjs, files (all null when the txn wrote nothing, as Hive)."""
+def commit_txn_message(txn_id: int, written: list[tuple[str, int]]) -> str:
+    """COMMIT_TXN (JSONCommitTxnMessage): txnid, timestamp, server, servicePrincipal, and
+    ``written``, the txn's distinct (database, write id) pairs, as the parallel lists databases and
+    writeIds (Hive 4.2 takes them from TXN_TO_WRITE_ID; both ``[]`` when the txn was allocated no
+    write id). tables, partitions, tableObjs, partitionObjs and files are null, as Hive 4.2 writes
+    them: a txn's files are read with get_all_write_event_info."""
     out: dict[str, Any] = {"txnid": txn_id, "timestamp": now_s(), **_head()}
-    cols = ("writeIds", "databases", "tables", "partitions", "tableObjs", "partitionObjs", "files")
-    attrs = ("writeId", "database", "table", "partition", "tableObj", "partitionObj", "files")
-    for col, attr in zip(cols, attrs, strict=True):
-        out[col] = [getattr(w, attr) for w in writes] if writes else None
+    out["writeIds"] = [w for _, w in written]
+    out["databases"] = [d for d, _ in written]
+    for col in ("tables", "partitions", "tableObjs", "partitionObjs", "files"):
+        out[col] = None
     return _msg(out)
 
 
@@ -432,28 +434,6 @@ def alloc_write_id_message(db: str, table: str, txn_to_write_ids: list[TxnToWrit
             "txnIdList": [p.txnId for p in txn_to_write_ids],
             "writeIdList": [p.writeId for p in txn_to_write_ids],
             "timestamp": now_s(),
-        }
-    )
-
-
-def acid_write_message(
-    txn_id: int, write_id: int, table: Table, partition: Partition | None, data: InsertEventRequestData
-) -> str:
-    """ACID_WRITE_EVENT (JSONAcidWriteMessage): txnid, writeId, timestamp, server,
-    servicePrincipal, database, table, partition (the partition name, "" for an unpartitioned
-    table), tableObjJson, partitionObjJson, files (encoded URIs with their sub-directories)."""
-    return _msg(
-        {
-            "txnid": txn_id,
-            "writeId": write_id,
-            "timestamp": now_s(),
-            **_head(),
-            "database": table.dbName,
-            "table": table.tableName,
-            "partition": partition_name(table, partition.values or []) if partition is not None else "",
-            "tableObjJson": thrift_json(table),
-            "partitionObjJson": thrift_json(partition) if partition is not None else None,
-            "files": _files(data, with_sub_dirs=True),
         }
     )
 

@@ -1,9 +1,10 @@
-"""HMS notification-log methods: reading the log, INSERT and ACID_WRITE events, and its retention.
+"""HMS notification-log methods: reading the log, INSERT events, ACID write notifications, retention.
 
 Metadata changes append their events themselves (``Tx.event`` in each mixin); this mixin serves
 ``get_next_notification`` / ``get_current_notificationEventId`` / ``get_notification_events_count``,
-appends the events clients fire (``fire_listener_event``: INSERT; ``add_write_notification_log``:
-ACID_WRITE_EVENT, also kept for the txn's COMMIT_TXN event) and removes old events.
+appends the events clients fire (``fire_listener_event``: INSERT), keeps the writes of ACID txns
+(``add_write_notification_log``, read back by ``get_all_write_event_info``: no event, as Hive 4.2)
+and removes old events and write notifications.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from hivemesh.hive.names import make_part_name
 from hivemesh.hive.tjson import thrift_json
 from hivemesh.metastore import notification_log
 from hivemesh.metastore.base import CatalogBase
-from hivemesh.metastore.txn_schema import TXN_WRITE_NOTIFICATION_LOG, TXNS
+from hivemesh.metastore.txn_schema import NOTIFICATION_LOG, TXN_WRITE_NOTIFICATION_LOG, TXNS
 
 READER_MEMORY_S = 3600  # a get_next_notification position pins the events after it this long
 
@@ -151,8 +152,9 @@ class NotificationMixin(CatalogBase):
 
     def add_write_notification_log(self, rqst: WriteNotificationLogRequest) -> WriteNotificationLogResponse:
         """WriteNotificationLogRequest(txnId, writeId, db, table, fileInfo, partitionVals): record
-        the files an open txn wrote; appends ACID_WRITE_EVENT now and lists the write in the txn's
-        COMMIT_TXN event. NoSuchTxnException / TxnAbortedException when the txn is not open,
+        the files an open txn wrote in TXN_WRITE_NOTIFICATION_LOG, where get_all_write_event_info
+        reads them. Like Hive 4.2 it appends no event (no ACID_WRITE_EVENT), and the txn's COMMIT_TXN
+        names only its databases and write ids. NoSuchTxnException / TxnAbortedException when the txn is not open,
         NoSuchObjectException for a missing table or partition; over Thrift these arrive as
         TApplicationException(INTERNAL_ERROR) with the message (the IDL declares no exception)."""
         self._write_notifications([rqst])
@@ -191,13 +193,6 @@ class NotificationMixin(CatalogBase):
                         WNL_FILES=files,
                         WNL_EVENT_TIME=now_s(),
                     )
-                )
-                tx.event(
-                    events.ACID_WRITE_EVENT,
-                    events.acid_write_message(r.txnId, r.writeId, tbl, part, info),
-                    db=tbl.dbName,
-                    table=tbl.tableName,
-                    catalog=tbl.catName,
                 )
 
     def get_all_write_event_info(self, rqst: GetAllWriteEventInfoRequest) -> list[WriteEventInfo]:
@@ -240,18 +235,27 @@ class NotificationMixin(CatalogBase):
     # ------------------------------------------------------------------ retention
     def purge_events(self, retention_s: int, now: int | None = None) -> int:
         """Remove events older than ``retention_s`` seconds, keeping every event after the oldest
-        position a reader asked for in the last hour, and the write notifications older than that
-        of txns no longer open (committed or aborted) (what get_all_write_event_info reads; Hive's
-        cleanWriteNotificationEvents). Returns how many events were removed."""
+        position a reader asked for in the last hour; and the write notifications (what
+        get_all_write_event_info reads; Hive's cleanWriteNotificationEvents) of txns that ended
+        before the oldest event kept, so a replicator reading a kept COMMIT_TXN still finds its
+        writes. Returns how many events were removed."""
         now = now if now is not None else now_s()
-        w = TXN_WRITE_NOTIFICATION_LOG.c
+        keep_after = self.oldest_reader_position()
         with self.write() as tx:
+            removed = notification_log.delete_older_than(tx.conn, now - retention_s, keep_after)
+            cutoff = now - retention_s
+            if keep_after is not None:
+                oldest_kept = tx.conn.execute(
+                    sa.select(sa.func.min(NOTIFICATION_LOG.c.EVENT_TIME)).where(
+                        NOTIFICATION_LOG.c.EVENT_ID > keep_after
+                    )
+                ).scalar()
+                cutoff = min(cutoff, oldest_kept if oldest_kept is not None else cutoff)
+            w = TXN_WRITE_NOTIFICATION_LOG.c
+            recent = sa.or_(TXNS.c.TXN_STATE == "o", TXNS.c.TXN_ENDED >= cutoff * 1000)
             tx.conn.execute(
                 TXN_WRITE_NOTIFICATION_LOG.delete().where(
-                    w.WNL_EVENT_TIME < now - retention_s,
-                    w.WNL_TXNID.not_in(sa.select(TXNS.c.TXN_ID).where(TXNS.c.TXN_STATE == "o")),
+                    w.WNL_EVENT_TIME < cutoff, w.WNL_TXNID.not_in(sa.select(TXNS.c.TXN_ID).where(recent))
                 )
             )
-            return notification_log.delete_older_than(
-                tx.conn, now - retention_s, self.oldest_reader_position()
-            )
+            return removed

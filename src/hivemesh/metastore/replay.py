@@ -176,10 +176,12 @@ class Replayer:
         return out
 
     # ---------------------------------------------------------------- dispatch
-    def apply(self, event: NotificationEvent) -> bool:
+    def apply(self, event: NotificationEvent, msg: ev.Message | None = None) -> bool:
         """Apply one event; True when it changed (or re-confirmed) the target, False when skipped.
+        ``msg``: the event decoded already (a COMMIT_TXN with its writes filled in from the source).
         Errors of the target other than the idempotency cases propagate."""
-        msg = ev.parse_event(event)
+        if msg is None:
+            msg = ev.parse_event(event)
         handler = HANDLERS.get(type(msg))
         if handler is None:
             return False

@@ -136,7 +136,9 @@ MIN_HISTORY_LEVEL = sa.Table(
     sa.Column("MHL_MIN_OPEN_TXNID", Long, nullable=False),
 )
 
-# ACID writes reported by add_write_notification_log, gathered into the COMMIT_TXN event.
+# ACID writes reported by add_write_notification_log: get_all_write_event_info reads them (Hive's
+# replication dump, hivemesh's replication on COMMIT_TXN); kept after the txn ends until the event
+# retention.
 TXN_WRITE_NOTIFICATION_LOG = sa.Table(
     "TXN_WRITE_NOTIFICATION_LOG",
     metadata,

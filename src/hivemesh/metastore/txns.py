@@ -55,7 +55,6 @@ from hive_metastore.ttypes import (
     TxnState,
     TxnToWriteId,
     TxnType,
-    WriteEventInfo,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -348,7 +347,7 @@ class TxnMixin(CatalogBase):
         TxnAbortedException ("Transaction txnid:N already aborted") or NoSuchTxnException ("No such
         transaction txnid:N"). With ``replPolicy`` the id is the source txn id; an unmapped one is
         ignored. ``keyValue`` (Hive 4) sets a ``_meta`` table parameter in the same transaction.
-        Appends COMMIT_TXN with the txn's ACID writes (add_write_notification_log).
+        Appends COMMIT_TXN with the txn's distinct (database, write id) pairs, as Hive 4.2.
         """
         with self.write() as tx:
             c = tx.conn
@@ -379,29 +378,24 @@ class TxnMixin(CatalogBase):
                             TBL_ID=kv.tableId, PARAM_KEY=kv.key, PARAM_VALUE=kv.value
                         )
                     )
-            writes = [
-                WriteEventInfo(
-                    writeId=w.WNL_WRITEID,
-                    database=w.WNL_DATABASE,
-                    table=w.WNL_TABLE,
-                    files=w.WNL_FILES or "",
-                    partition=w.WNL_PARTITION or None,
-                    tableObj=w.WNL_TABLE_OBJ,
-                    partitionObj=w.WNL_PARTITION_OBJ,
-                )
-                for w in c.execute(
-                    sa.select(TXN_WRITE_NOTIFICATION_LOG)
-                    .where(TXN_WRITE_NOTIFICATION_LOG.c.WNL_TXNID == txn_id)
-                    .order_by(TXN_WRITE_NOTIFICATION_LOG.c.WNL_ID)
+            t2w = TXN_TO_WRITE_ID.c
+            written = [
+                (db, wid)
+                for db, wid in c.execute(
+                    sa.select(t2w.T2W_DATABASE, t2w.T2W_WRITEID)
+                    .where(t2w.T2W_TXNID == txn_id)
+                    .distinct()
+                    .order_by(t2w.T2W_DATABASE, t2w.T2W_WRITEID)
                 )
             ]
             self._end_txn(c, txn_id, COMMITTED)
             self._record_write_set(c, txn_id)
             c.execute(TXN_COMPONENTS.delete().where(TXN_COMPONENTS.c.TC_TXNID == txn_id))
             # the txn's write notifications stay (get_all_write_event_info: Hive's replication dump
-            # reads them after the commit) until the event retention removes them (purge_events)
+            # and hivemesh's replication read them after the commit) until the event retention
+            # removes them (purge_events)
             if not rqst.replPolicy:
-                tx.event(events.COMMIT_TXN, events.commit_txn_message(txn_id, writes), catalog=None)
+                tx.event(events.COMMIT_TXN, events.commit_txn_message(txn_id, written), catalog=None)
 
     @staticmethod
     def _record_write_set(conn: sa.Connection, txn_id: int) -> None:

@@ -29,6 +29,7 @@ the source no longer has it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -69,6 +70,7 @@ from hivemesh.replication.data import DataMover, SyncResult, ZoneStorage
 from hivemesh.replication.paths import LocationRefused
 from hivemesh.replication.scope import Scope, event_object
 from hivemesh.replication.state import PolicyState, ReplicationStore
+from hivemesh.replication.txn_writes import committed_writes
 from hivemesh.storage.locations import location_key
 
 __all__ = ["PAGE", "PolicyRunner", "ReplicationError", "StepResult", "ThriftCalls", "relocator_for"]
@@ -763,15 +765,17 @@ class PolicyRunner:
             return False
         if isinstance(msg, ev.CommitTxn):
             # the files first, then the commit that makes them visible on the target
+            writes = committed_writes(self.source_calls, msg)
             reported = set()
-            for w in msg.writes:
+            for w in writes:
                 if self.scope.table(w.database, w.table):
                     self._sync_write(w.database, w.table, w.partition, out)
                     reported.add((w.database.lower(), w.table.lower()))
             for db, table, _ in self.store.txn_writes(self.name, msg.txn_id):
                 if (db, table) not in reported and self.scope.table(db, table):
                     self._sync_write(db, table, None, out, every_partition=True)
-        self.replayer.apply(msg.event)
+            msg = dataclasses.replace(msg, writes=writes)  # the target's commit records them
+        self.replayer.apply(msg.event, msg)
         self.store.txn_ended(self.name, msg.txn_id)
         return True
 

@@ -42,6 +42,7 @@ from hive_metastore.ttypes import (
     SerDeInfo,
     StorageDescriptor,
     Table,
+    WriteEventInfo,
 )
 
 from hivemesh.acid.arrow_reader import HIVE_TEXT_DELIMITER, list_location
@@ -68,6 +69,7 @@ from hivemesh.replication.runner import (
 )
 from hivemesh.replication.scope import Scope, event_object
 from hivemesh.replication.state import ReplicationStore
+from hivemesh.replication.txn_writes import committed_writes
 from hivemesh.storage.locations import location_key
 
 __all__ = ["DeltaPolicyRunner", "delta_storage_options", "replica_table"]
@@ -697,7 +699,17 @@ class DeltaPolicyRunner:
             self._track_txn(msg)
             return False
         if isinstance(msg, ev.CommitTxn):
-            return self._commit(msg, event, self._track_txn(msg))
+            writes = self._track_txn(msg)
+            if not writes and not msg.writes and not any(self.scope.database(d) for d in msg.databases):
+                return False
+            reported = committed_writes(self.source_calls, msg)
+            if not writes:  # allocated before what this policy saw: the source lists them
+                writes = [
+                    _Write(w.database.lower(), w.table.lower(), w.writeId)
+                    for w in reported
+                    if w.database and w.table and self.scope.table(w.database.lower(), w.table.lower())
+                ]
+            return self._commit(msg, event, writes, reported)
         db, table = event_object(msg)
         if db is None or table is None or not self.scope.table(db, table):
             if isinstance(msg, ev.AlterTable):
@@ -767,17 +779,18 @@ class DeltaPolicyRunner:
             self._writes.pop(msg.txn_id, None)
         elif isinstance(msg, ev.CommitTxn):
             self._open.discard(msg.txn_id)
-            writes = self._writes.pop(msg.txn_id, [])
-            if not writes and msg.writes:  # allocated before what this policy saw: Hive lists them
-                writes = [
-                    _Write(w.database.lower(), w.table.lower(), w.writeId)
-                    for w in msg.writes
-                    if w.database and w.table
-                ]
-            return [w for w in writes if self.scope.table(w.db, w.table)]
+            return [w for w in self._writes.pop(msg.txn_id, []) if self.scope.table(w.db, w.table)]
         return []
 
-    def _commit(self, msg: ev.CommitTxn, event: NotificationEvent, writes: list[_Write]) -> bool:
+    def _commit(
+        self,
+        msg: ev.CommitTxn,
+        event: NotificationEvent,
+        writes: list[_Write],
+        reported: list[WriteEventInfo],
+    ) -> bool:
+        """Sync the tables a committed txn wrote (``writes``): the partitions its ``reported``
+        writes name (get_all_write_event_info), or every partition when it reported none."""
         if not writes:
             return False
         for w in writes:
@@ -785,7 +798,7 @@ class DeltaPolicyRunner:
                 p
                 for p in (
                     x.partition
-                    for x in msg.writes
+                    for x in reported
                     if (x.database or "").lower() == w.db and (x.table or "").lower() == w.table
                 )
                 if p
