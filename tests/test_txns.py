@@ -672,6 +672,16 @@ def test_write_event_info_goes_with_the_event_retention(local: LocalMetastore) -
 
     m.purge_events(retention_s=3600)
     assert (count(done), count(still)) == (1, 1)
+    # a reader paging from before the commit keeps its COMMIT_TXN event, and with it the txn's writes
+    (commit,) = [
+        e
+        for e in m.get_next_notification(NotificationEventRequest(lastEvent=0)).events
+        if e.eventType == "COMMIT_TXN" and json.loads(e.message)["txnid"] == done
+    ]
+    m.get_next_notification(NotificationEventRequest(lastEvent=commit.eventId - 1, maxEvents=1))
+    m.purge_events(retention_s=0, now=int(time.time()) + 10)
+    assert (count(done), count(still)) == (1, 1)
+    m._reader_positions.clear()  # the reader went away (an hour without asking)
     m.purge_events(retention_s=0, now=int(time.time()) + 10)
     assert (count(done), count(still)) == (0, 1)
     m.abort_txn(AbortTxnRequest(txnid=still))
