@@ -45,6 +45,8 @@ SPARK_TEST_CONF: dict[str, str] = {
     # INSERT ... PARTITION (p) SELECT with only dynamic partitions is refused in Hive's strict mode.
     "spark.hadoop.hive.exec.dynamic.partition.mode": "nonstrict",
     "spark.driver.memory": "1g",
+    # a Delta table's snapshot rebuilt from its log in one small job, not Delta's 50 tasks
+    "spark.databricks.delta.snapshotPartitions": "2",
 }
 SPARK_MASTER = "local[2]"
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -18,6 +18,12 @@ QUICKSTART_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
 }
 
+#: Delta's settings for quickstart-sized tables: a table's snapshot is rebuilt from its log in one
+#: small job instead of Delta's default of 50 tasks (``spark.databricks.delta.snapshotPartitions``).
+QUICKSTART_DELTA_CONF: dict[str, str] = {
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
+
 _LOG4J2 = """\
 # Written by hivemesh: JVM log output of a Spark driver.
 status = error
@@ -67,6 +73,8 @@ def quickstart_session(
     log4j2 = write_log4j2_config(data_dir / "spark-log4j2.properties", level)
     java_opts = [f"-Dlog4j2.configurationFile={log4j2.as_uri()}"]
     conf = dict(QUICKSTART_CONF)
+    if delta:
+        conf.update(QUICKSTART_DELTA_CONF)
     if metastore_uri is None:
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
             f"jdbc:derby:;databaseName={data_dir / 'derby'};create=true"
