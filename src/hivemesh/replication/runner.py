@@ -163,15 +163,17 @@ def _transactional(table: Table) -> bool:
     return (table.parameters or {}).get("transactional", "").lower() == "true"
 
 
-def _is_view(table: Table) -> bool:
-    return (table.tableType or "") in VIEW_TYPES
+def is_view(table: Table) -> bool:
+    """Whether ``table`` is a view (VIRTUAL_VIEW or MATERIALIZED_VIEW, in any case): no data to copy."""
+    return (table.tableType or "").upper() in VIEW_TYPES
 
 
-def _owns_data(table: Table) -> bool:
-    """Whether dropping ``table`` or its partitions deletes their data: a managed table, or an
-    external one with ``external.table.purge`` (Hive 4 makes its non-ACID managed tables so)."""
+def owns_data(table: Table) -> bool:
+    """Whether dropping ``table`` or its partitions deletes their data: a managed table (its type
+    in any case), or an external one with ``external.table.purge`` (Hive 4 makes its non-ACID
+    managed tables so)."""
     purge = (table.parameters or {}).get("external.table.purge", "")
-    return (table.tableType or "") == "MANAGED_TABLE" or purge.lower() == "true"
+    return (table.tableType or "").upper() == "MANAGED_TABLE" or purge.lower() == "true"
 
 
 def _location(obj: Any) -> str | None:
@@ -389,7 +391,7 @@ class PolicyRunner:
                 self._drop_target_table(db, name)
             return out
         self.paths.relocate_checked(_location(table), f"table {db}.{name}")
-        if not table.partitionKeys and not _is_view(table):
+        if not table.partitionKeys and not is_view(table):
             self._sync(_location(table), out)
         self.replayer.put_table(table)
         self._copy_table_stats(table)
@@ -506,7 +508,7 @@ class PolicyRunner:
 
     def _copy_table_stats(self, table: Table) -> None:
         cols = [c.name for c in (table.sd.cols if table.sd else []) or []]
-        if not cols or _is_view(table):
+        if not cols or is_view(table):
             return
         try:
             res = self.source_calls.get_table_statistics_req(
@@ -561,10 +563,10 @@ class PolicyRunner:
         try:
             table = self.target_calls.get_table(db, name)
         except NoSuchObjectException:
-            if source is not None and _owns_data(source) and not _is_view(source):
+            if source is not None and owns_data(source) and not is_view(source):
                 self._remove_target(self.paths.relocate(_location(source)), _location(source))
             return
-        if _owns_data(table) and self.mover is not None and _location(table):
+        if owns_data(table) and self.mover is not None and _location(table):
             self._remove_target(_location(table), _location(source) if source is not None else None)
         try:
             self.target_calls.drop_table(db, name, False)
@@ -593,7 +595,7 @@ class PolicyRunner:
         default directory is cleared (a bootstrap killed after copying its files, before writing
         it)."""
         db, name = table.dbName, table.tableName
-        owns = _owns_data(table) and self.mover is not None
+        owns = owns_data(table) and self.mover is not None
         try:
             part = self.target_calls.get_partition(db, name, values)
         except NoSuchObjectException:
@@ -709,7 +711,7 @@ class PolicyRunner:
     def _apply(self, msg: ev.Message, out: StepResult) -> bool:
         drops = self.policy.propagate_drops
         if isinstance(msg, ev.CreateTable):
-            if not msg.table.partitionKeys and not _is_view(msg.table):
+            if not msg.table.partitionKeys and not is_view(msg.table):
                 self._sync(_location(msg.table), out.data)
             self.replayer.apply(msg.event)
         elif isinstance(msg, ev.AddPartition):
@@ -825,12 +827,12 @@ class PolicyRunner:
         if renamed and now and not was:  # renamed into scope: a new table for this policy
             out.data.add(self.bootstrap_table(after.dbName, after.tableName))
             return True
-        unpartitioned = not after.partitionKeys and not _is_view(after)
+        unpartitioned = not after.partitionKeys and not is_view(after)
         try:
             if unpartitioned and not renamed:
                 self._sync(_location(after), out.data)
             self.replayer.apply(msg.event)
-            if renamed and not _is_view(after):
+            if renamed and not is_view(after):
                 self._follow_rename(after, out)
         except (NoSuchObjectException, InvalidObjectException, InvalidOperationException) as e:
             log.info("policy %s: ALTER_TABLE of %s.%s does not apply to the target (%s); healing it from the source",
@@ -858,7 +860,7 @@ class PolicyRunner:
             now = _location(self.target_calls.get_table(after.dbName, after.tableName)) or ""
         except NoSuchObjectException:
             now = ""
-        if _owns_data(target) and (not now or location_key(now) != location_key(got)):
+        if owns_data(target) and (not now or location_key(now) != location_key(got)):
             self._remove_target(got)
 
     def _put_database(self, db: str) -> None:

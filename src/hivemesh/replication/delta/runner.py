@@ -61,11 +61,12 @@ from hivemesh.replication.runner import (
     LEASE_MS,
     LOOKBACK_EVENTS,
     PAGE,
-    VIEW_TYPES,
     ReplicationError,
     StepResult,
     ThriftCalls,
     connect_zone,
+    is_view,
+    owns_data,
 )
 from hivemesh.replication.scope import Scope, event_object
 from hivemesh.replication.state import ReplicationStore
@@ -155,17 +156,6 @@ def replica_table(source: Table, location: str) -> Table:
         parameters=params,
         tableType="EXTERNAL_TABLE",
     )
-
-
-def _is_view(table: Table) -> bool:
-    return (table.tableType or "").upper() in VIEW_TYPES
-
-
-def _owns_data(table: Table) -> bool:
-    params = table.parameters or {}
-    return (table.tableType or "").upper() == "MANAGED_TABLE" or params.get(
-        "external.table.purge", ""
-    ).lower() == "true"
 
 
 def _layout(table: Table) -> FileLayout:
@@ -438,7 +428,7 @@ class DeltaPolicyRunner:
             table = self.source_calls.get_table(db, name)
         except NoSuchObjectException:
             return None
-        if _is_view(table):
+        if is_view(table):
             return None
         try:
             layout = _layout(table)
@@ -503,7 +493,7 @@ class DeltaPolicyRunner:
         if (entry.parameters or {}).get(PROVIDER) != "delta":
             return
         self.target_calls.drop_table(db, name, False)
-        if source is None or _owns_data(source):
+        if source is None or owns_data(source):
             fs, root = self.target_storage.resolve(entry.sd.location)
             DeltaReplica(_delta_uri(entry.sd.location), fs, root, self._options(entry.sd.location)).delete()
         log.info("policy %s: dropped the Delta replica of %s.%s", self.name, db, name)
@@ -550,7 +540,7 @@ class DeltaPolicyRunner:
             for name in [t for t in self.source_calls.get_all_tables(db) if self.scope.table(db, t)]:
                 table = self.source_calls.get_table(db, name)
                 full = f"{db}.{name}"
-                if _is_view(table):
+                if is_view(table):
                     continue
                 try:
                     wanted = _wanted_schema(table)
@@ -716,7 +706,7 @@ class DeltaPolicyRunner:
                 return self._alter_table(msg, event)
             return False
         if isinstance(msg, ev.CreateTable):
-            if not _is_view(msg.table):
+            if not is_view(msg.table):
                 self._mark(db, table, ALL)
         elif isinstance(msg, ev.AlterTable):
             return self._alter_table(msg, event)
@@ -754,10 +744,10 @@ class DeltaPolicyRunner:
             self._dirty.pop(old, None)
             if was and self.policy.propagate_drops:
                 self.drop_replica(before.dbName, before.tableName, before)
-            if now and not _is_view(after):
+            if now and not is_view(after):
                 self._mark(*new, ALL)
             return True
-        if _is_view(after):
+        if is_view(after):
             return False
         self._mark(*new, ALL if not after.partitionKeys else set())  # type: ignore[arg-type]
         return True
