@@ -53,7 +53,8 @@ def list_location(location: str, filesystem: pafs.FileSystem | None = None) -> l
 
 def flush_length(location: str, data_file: DataFile, filesystem: pafs.FileSystem | None = None) -> int | None:
     """The readable length (bytes) of a streaming file: the last value of its ``_flush_length`` side
-    file, or None (read the whole file) when there is no side file or it holds no complete value."""
+    file, or None (read the whole file) when there is no side file or it holds no complete value. A side
+    file that vanishes meanwhile (the batch closed) gives None; raises OSError for other storage errors."""
     if data_file.side_file is None:
         return None
     fs, path = storage.resolve_location(storage.join_location(location, data_file.side_file), filesystem)
@@ -117,7 +118,8 @@ def acid_events(
 
 
 def original_row_count(path: str, filesystem: pafs.FileSystem | None = None) -> int:
-    """Rows in an original (pre-ACID) ORC file, from its footer."""
+    """Rows in an original (pre-ACID) ORC file, from its footer. Raises OSError (FileNotFoundError) when
+    the file cannot be read, ``pyarrow.ArrowInvalid`` (a ValueError) when it is not ORC."""
     return open_orc(path, filesystem=filesystem).nrows
 
 
@@ -132,7 +134,9 @@ def original_events(
     """An original (pre-ACID) ORC file as insert events with synthesized row ids (Hive
     ``OrcRawRecordMerger.OriginalReaderPair``): ``originalTransaction`` = ``currentTransaction`` =
     0, ``bucket`` = BucketCodec V1 of ``bucket_id`` (statement 0), ``rowId`` = ``first_row_id`` +
-    position. Columns are matched to ``row_type`` by position."""
+    position. Columns are matched to ``row_type`` by position. Raises ValueError when the file's column
+    count differs from ``row_type`` (or it is not ORC: ``pyarrow.ArrowInvalid``), ``pyarrow.ArrowInvalid``
+    when a column does not cast, OSError when it cannot be read."""
     table = open_orc(path, filesystem=filesystem).read()
     n = table.num_rows
     if table.num_columns != row_type.num_fields:
@@ -186,7 +190,8 @@ def original_row_id_starts(
 ) -> list[int]:
     """First synthesized row id of each original file (same order as ``originals``, which
     :func:`select_files` returns in Hive's (bucket, path) order): the rows of the earlier files of
-    the same bucket."""
+    the same bucket. Reads the originals' footers: raises OSError when one cannot be read,
+    ``pyarrow.ArrowInvalid`` when one is not ORC."""
     return [info.first_row_id for info in original_files_info(location, originals, filesystem)]
 
 
@@ -207,7 +212,8 @@ def delete_keys(
     filesystem: pafs.FileSystem | None = None,
 ) -> pa.Table:
     """ROW__IDs deleted in the snapshot: ``(originalTransaction, bucket, rowId)`` of the delete
-    events in ``delete_files`` whose deleting write id (``currentTransaction``) is valid."""
+    events in ``delete_files`` whose deleting write id (``currentTransaction``) is valid. Raises OSError
+    when a delete file cannot be read, ``pyarrow.ArrowInvalid`` when one is not ORC."""
     parts = []
     for f in delete_files:
         fs, path = storage.resolve_location(storage.join_location(location, f.path), filesystem)
@@ -278,7 +284,9 @@ def table_layout(table: Any) -> TableLayout:
 
 def read_plain_file(path: str, layout: TableLayout, filesystem: pafs.FileSystem | None = None) -> pa.Table:
     """One data file of an insert-only table (ORC, Parquet or Hive text), cast to the table's
-    columns by position."""
+    columns by position. Raises ValueError for a file format other than ORC, Parquet or text and for a file
+    whose column count differs from the table's; ``pyarrow.ArrowInvalid`` (a ValueError) for a file that
+    does not parse or a value that does not cast; OSError when it cannot be read."""
     row_type = arrow_row_type(layout.columns)
     fs, real = storage.resolve_location(path, filesystem)
     fmt = layout.file_format
@@ -325,7 +333,9 @@ def read_snapshot_files(
 ) -> pa.Table:
     """The rows of one table/partition location under a snapshot whose files were chosen by
     :func:`select_files`: table columns, plus ``originalTransaction``, ``bucket``, ``rowId``
-    first when ``with_row_ids`` (full ACID only)."""
+    first when ``with_row_ids`` (full ACID only). Raises ValueError for ``with_row_ids`` on an insert-only
+    table and what the file readers raise (:func:`read_plain_file`, :func:`delete_keys`: OSError,
+    ``pyarrow.ArrowInvalid``)."""
     row_type = arrow_row_type(layout.columns)
     schema = pa.schema(list(row_type))
     if layout.insert_only:

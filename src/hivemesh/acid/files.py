@@ -38,7 +38,8 @@ Data = pa.Table | pa.RecordBatch | Iterable[Sequence[Any]]
 
 def write_acid_version_file(fs: pafs.FileSystem, directory: str) -> None:
     """Write ``<directory>/_orc_acid_version`` holding ``2`` (Hive
-    ``AcidUtils.OrcAcidVersion.writeVersionFile``) unless it exists."""
+    ``AcidUtils.OrcAcidVersion.writeVersionFile``) unless it exists. Raises OSError when the storage
+    refuses."""
     path = storage.join_location(directory, ACID_VERSION_FILE)
     if storage.path_exists(fs, path):
         return

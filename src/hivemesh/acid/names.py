@@ -150,6 +150,7 @@ def parse_acid_dir(name: str) -> AcidDir | None:
     Hive's type (write/txn ids: Java long; statement id: Java int). The only negative id accepted
     is ``base_-9223372036854775808`` (``Long.MIN_VALUE``, which Hive's first compaction of a
     converted table may write). Source: Hive ``AcidUtils.ParsedBaseLight.parseBase`` / ``ParsedDeltaLight.parse``.
+    Never raises.
     """
     path = name.rstrip("/")
     last = path.rsplit("/", 1)[-1]
@@ -224,7 +225,7 @@ def bucket_file_name(bucket_id: int, attempt: int | None = None) -> str:
 def parse_bucket_file(name: str) -> int | None:
     """The bucket id of a data file named ``bucket_N`` or ``bucket_N_<attempt>`` (last path
     component of ``name``); None for side files (``bucket_00000_flush_length``) and any other name.
-    Source: Hive ``AcidUtils.BUCKET_PATTERN`` / ``parseBucketId``."""
+    Source: Hive ``AcidUtils.BUCKET_PATTERN`` / ``parseBucketId``. Never raises."""
     m = _BUCKET_RE.fullmatch(name.rsplit("/", 1)[-1])
     return _long(m.group(1), _JAVA_INT_MAX) if m else None
 
@@ -233,7 +234,7 @@ def original_file_bucket(name: str) -> int | None:
     """The bucket id of a pre-ACID ("original") file named ``<bucket>_<task attempt>`` or
     ``<bucket>_<attempt>_copy_<n>``: ``000002_0`` and ``000002_0_copy_1`` give 2. None when the last
     path component does not have that form. Source: Hive ``AcidUtils.ORIGINAL_PATTERN`` /
-    ``ORIGINAL_PATTERN_COPY`` and ``parseBucketId`` (leading digits)."""
+    ``ORIGINAL_PATTERN_COPY`` and ``parseBucketId`` (leading digits). Never raises."""
     m = _ORIGINAL_RE.fullmatch(name.rsplit("/", 1)[-1])
     return _long(m.group(1), _JAVA_INT_MAX) if m else None
 
@@ -290,7 +291,7 @@ def encode_flush_length(length: int) -> bytes:
 
 def parse_flush_lengths(data: bytes) -> list[int]:
     """Every complete 8-byte big-endian long of a side file, in order; a trailing partial record
-    (a flush being written) is ignored. Source: Hive ``OrcAcidUtils.getLastFlushLength``."""
+    (a flush being written) is ignored. Source: Hive ``OrcAcidUtils.getLastFlushLength``. Never raises."""
     data = bytes(data)
     return [int.from_bytes(data[i : i + 8], "big", signed=True) for i in range(0, len(data) - 7, 8)]
 
@@ -298,7 +299,7 @@ def parse_flush_lengths(data: bytes) -> list[int]:
 def last_flush_length(data: bytes) -> int | None:
     """The logical length (bytes) of the data file: the last complete record of its side file, or
     None when the side file holds no complete record. A reader reads only that many bytes; with no
-    side file at all the whole file is readable."""
+    side file at all the whole file is readable. Never raises."""
     lengths = parse_flush_lengths(data)
     return lengths[-1] if lengths else None
 

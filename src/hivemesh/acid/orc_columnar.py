@@ -106,7 +106,7 @@ def columnar_supported(columns: Sequence[tuple[str, str]], compression: str = "z
     ``char``/``varchar``/``uniontype``), no ``timestamp`` of either kind (Arrow's ORC writer
     splits a time before 1970 with a fraction of a second into negative nanoseconds, which Java
     readers misread; its nanosecond unit also ends at year 2262), and the compression is one
-    Arrow writes (not ``lzo``)."""
+    Arrow writes (not ``lzo``). Never raises: an unknown type gives False."""
     if str(compression).lower() not in _ARROW_COMPRESSION:
         return False
     for _, hive_type in columns:
@@ -462,7 +462,8 @@ def open_insert_writer(
 ) -> ColumnarInsertWriter | AcidOrcWriter:
     """The writer of one full-ACID insert file for Arrow data: :class:`ColumnarInsertWriter` when
     :func:`columnar_supported` accepts the columns and compression, else the row-wise
-    :class:`~hivemesh.acid.orcfile.AcidOrcWriter` (same arguments, same files)."""
+    :class:`~hivemesh.acid.orcfile.AcidOrcWriter` (same arguments, same files). Raises ValueError for a
+    Hive type neither writer maps, OSError when the file cannot be created."""
     cls: type[ColumnarInsertWriter] | type[AcidOrcWriter]
     cls = ColumnarInsertWriter if columnar_supported(columns, compression) else AcidOrcWriter
     return cls(

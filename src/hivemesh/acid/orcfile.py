@@ -308,7 +308,8 @@ def hive_to_arrow_type(hive_type: str) -> pa.DataType:
 
 
 def row_schema(columns: Sequence[tuple[str, str]]) -> str:
-    """``struct<c1:T1,...>`` of ``(name, hive type)`` pairs (names kept as given)."""
+    """``struct<c1:T1,...>`` of ``(name, hive type)`` pairs (names kept as given). Raises ValueError for no
+    columns or a Hive type :func:`hive_to_orc_type` does not map."""
     if not columns:
         raise ValueError("a table needs at least one column")
     return "struct<" + ",".join(f"{_orc_field_name(n)}:{hive_to_orc_type(t)}" for n, t in columns) + ">"
@@ -317,7 +318,8 @@ def row_schema(columns: Sequence[tuple[str, str]]) -> str:
 def acid_schema(columns: Sequence[tuple[str, str]]) -> str:
     """The ORC schema of a full-ACID file of a table with ``columns`` (``(name, hive type)`` pairs):
     ``struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,
-    currentTransaction:bigint,row:struct<...>>`` (Hive ``OrcRecordUpdater.createEventSchema``)."""
+    currentTransaction:bigint,row:struct<...>>`` (Hive ``OrcRecordUpdater.createEventSchema``). Raises
+    ValueError as :func:`row_schema`."""
     return (
         "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
         f"currentTransaction:bigint,row:{row_schema(columns)}>"
@@ -438,7 +440,7 @@ def arrow_column_values(arr: pa.Array | pa.ChunkedArray) -> list[Any]:
 
 def select_columns(batch: pa.RecordBatch | pa.Table, names: Sequence[str]) -> list[Any]:
     """The columns of ``batch`` in table column order: by name (case-insensitive) when every
-    column name is present, else by position when the counts match."""
+    column name is present, else by position when the counts match. Raises ValueError when neither matches."""
     lower = [n.lower() for n in batch.schema.names]
     if all(n.lower() in lower for n in names):
         return [batch.column(lower.index(n.lower())) for n in names]
@@ -450,7 +452,8 @@ def select_columns(batch: pa.RecordBatch | pa.Table, names: Sequence[str]) -> li
 
 
 def arrow_rows(batch: pa.RecordBatch | pa.Table, names: Sequence[str]) -> list[tuple[Any, ...]]:
-    """Row tuples (pyorc values, table column order) of an Arrow batch or table."""
+    """Row tuples (pyorc values, table column order) of an Arrow batch or table. Raises ValueError as
+    :func:`select_columns`."""
     cols = [arrow_column_values(c) for c in select_columns(batch, names)]
     return list(zip(*cols, strict=True)) if cols else []
 
@@ -708,7 +711,10 @@ class AcidOrcWriter(WriterContext):
         ``rows``: tuples in table column order (values as pyorc takes them: ``datetime`` or
         ``(seconds, nanos)`` for timestamps, ``date`` or days for dates, ``Decimal``, tuples for
         structs, dicts for maps), or an Arrow ``Table``/``RecordBatch`` (columns by name, else by
-        position; converted one batch at a time). Row ids continue from :meth:`next_row_id`.
+        position; converted one batch at a time). Row ids continue from :meth:`next_row_id`. Raises ValueError
+        for a negative ``write_id``, a writer not open (closed, discarded or broken) and Arrow columns
+        matching the table's neither by name nor by count; a value pyorc cannot write (TypeError, ValueError)
+        or a storage error (OSError) leaves the writer broken.
         """
         self._check_open()
         self._note_write_id(write_id)
@@ -793,7 +799,8 @@ class AcidOrcWriter(WriterContext):
 
     def close(self) -> FileStats:
         """Write the final footer with the ACID metadata and close the file; returns its
-        :class:`FileStats`. Closing a closed writer returns the same stats."""
+        :class:`FileStats`. Closing a closed writer returns the same stats. Raises ValueError for a
+        discarded or broken writer; a storage error (OSError) leaves it broken (then :meth:`discard` it)."""
         if self.state == "closed" and self.stats is not None:
             return self.stats
         self._check_open()

@@ -105,7 +105,9 @@ class WriteTable:
         self.table: Table = self.refresh()
 
     def refresh(self) -> Table:
-        """Reload the table from the metastore (after DDL) and check it can be written."""
+        """Reload the table from the metastore (after DDL) and check it can be written. Raises
+        NoSuchObjectException for a missing table, MetaException, NotTransactionalError for a table that is
+        not transactional and NotImplementedError for a bucketed one."""
         t = self.client.call("get_table", self.db, self.table_name, idempotent=True)
         if not is_transactional(t):
             raise NotTransactionalError(f"{self.full_name} is not a transactional table")
@@ -162,7 +164,8 @@ class WriteTable:
         return tuple(partition_value_text(v) for v in values)
 
     def partition_name(self, values: Sequence[str]) -> str:
-        """Hive's name of a partition (escaped ``k=v/k2=v2``)."""
+        """Hive's name of a partition (escaped ``k=v/k2=v2``). Raises ValueError when the count of
+        values differs from the partition keys'."""
         return make_part_name(self.partition_keys, list(values))
 
     def default_location(self, values: Sequence[str]) -> str | None:
@@ -174,7 +177,8 @@ class WriteTable:
     def add_partition(self, values: Sequence[str]) -> bool:
         """Create the partition with these values at its :meth:`default_location`, with the
         table's storage descriptor (as Hive's MoveTask does); False when it exists already
-        (created concurrently). HMS exceptions pass through."""
+        (created concurrently). HMS exceptions pass through. Raises InvalidObjectException (e.g. the table
+        is gone) or MetaException."""
         sd = copy.deepcopy(self.table.sd)
         sd.location = self.default_location(values)
         part = Partition(values=list(values), dbName=self.db, tableName=self.table_name, sd=sd, parameters={})
@@ -242,7 +246,9 @@ class WriteStatement:
 
     def begin(self, components: Sequence[LockComponent]) -> int:
         """Open the txn (own txns), take the locks (waits up to ``lock_timeout_s``) and allocate
-        the table's write id; returns it. HMS and lock errors pass through (then :meth:`abort`)."""
+        the table's write id; returns it. HMS and lock errors pass through (then :meth:`abort`). Raises
+        NoSuchTxnException / TxnAbortedException, LockTimeoutError / LockNotAcquiredError, and the
+        transport error left after the client's retries."""
         client = self.client
         if self.own:
             self.txn_id = client.open_txn(agent_info=self.agent_info)
@@ -259,7 +265,8 @@ class WriteStatement:
 
     def add_dynamic_partitions(self, names: Sequence[str]) -> None:
         """Report the partitions a dynamic-partition write wrote (Hive names), with the
-        statement's operation, so the metastore records them for the txn."""
+        statement's operation, so the metastore records them for the txn. Raises RuntimeError before
+        :meth:`begin`, NoSuchTxnException / TxnAbortedException when the txn is no longer open."""
         txn = self._txn()
         self.client.call(
             "add_dynamic_partitions",
@@ -275,7 +282,9 @@ class WriteStatement:
 
     def commit(self) -> bool:
         """Commit an own txn (stopping its heartbeat first); True when committed here, False in the
-        caller's txn (nothing is done). HMS exceptions pass through (then :meth:`abort`)."""
+        caller's txn (nothing is done). HMS exceptions pass through (then :meth:`abort`). Raises
+        RuntimeError before :meth:`begin`, NoSuchTxnException / TxnAbortedException (e.g. a txn that timed
+        out) and a transport error, after which the outcome is unknown."""
         if not self.own:
             return False
         txn = self._txn()
@@ -287,7 +296,7 @@ class WriteStatement:
     def abort(self) -> bool:
         """After an error: abort an own txn (best effort, logged) and say whether the files the
         statement wrote must be removed: True unless a commit was attempted and the abort failed
-        (the commit's outcome is unknown: the files are kept)."""
+        (the commit's outcome is unknown: the files are kept). Never raises."""
         self.close()
         aborted = False
         if self.own and self.txn_id is not None:

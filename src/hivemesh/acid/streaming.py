@@ -134,7 +134,9 @@ class StreamingConnection:
 
     def fetch_transaction_batch(self) -> TransactionBatch:
         """Open the next batch of txns (closing the current batch first, which aborts its txns
-        not yet committed)."""
+        not yet committed). Raises StreamingError when the connection is closed; the metastore's errors
+        opening the txns or allocating their write ids (NoSuchTxnException, TxnAbortedException,
+        MetaException, a transport error) pass through, the txns opened being aborted."""
         if self.closed:
             raise StreamingError("the streaming connection is closed")
         if self.current_batch is not None and not self.current_batch.closed:
@@ -143,7 +145,8 @@ class StreamingConnection:
         return self.current_batch
 
     def close(self) -> None:
-        """Close the current batch (see :meth:`TransactionBatch.close`); idempotent."""
+        """Close the current batch (see :meth:`TransactionBatch.close`); idempotent. Raises what
+        :meth:`TransactionBatch.close` raises."""
         if self.closed:
             return
         self.closed = True
@@ -319,7 +322,9 @@ class TransactionBatch:
 
     def write(self, rows: Iterable[Sequence[Any]] | pa.Table | pa.RecordBatch) -> int:
         """Append rows (tuples in column order, or Arrow data) to the current txn; returns how
-        many. Nothing is visible before :meth:`commit`."""
+        many. Nothing is visible before :meth:`commit`. Raises StreamingError when no txn is open or the
+        batch is closed or unusable; the writer's errors (ValueError for data that does not fit the
+        columns, OSError) make the batch unusable."""
         self._check_open_txn()
         try:
             return self._open_writer().insert(rows, self.write_ids[self._index])
@@ -330,7 +335,9 @@ class TransactionBatch:
     def commit(self) -> None:
         """Make the current txn's rows durable and commit it: flush + side file (batches of more
         than one txn), the final footer for the last txn, then ``commit_txn``. On failure the
-        batch becomes unusable (close it; its open txns are then aborted)."""
+        batch becomes unusable (close it; its open txns are then aborted). Raises StreamingError when no
+        txn is open or the batch is closed or unusable; OSError from the file and NoSuchTxnException /
+        TxnAbortedException from ``commit_txn`` make the batch unusable."""
         self._check_open_txn()
         try:
             last = self._index == len(self.txn_ids) - 1
@@ -352,7 +359,9 @@ class TransactionBatch:
             raise
 
     def abort(self) -> None:
-        """Abort the current txn (its rows stay in the file under its aborted write id)."""
+        """Abort the current txn (its rows stay in the file under its aborted write id). Raises
+        StreamingError when no txn is open or the batch is closed or unusable; the metastore's error from
+        ``abort_txn`` (NoSuchTxnException ...) makes the batch unusable."""
         self._check_usable()
         if self._current != OPEN:
             raise StreamingError(f"no open transaction (current state {self._current})")
@@ -391,7 +400,8 @@ class TransactionBatch:
     def close(self) -> None:
         """Abort every txn not committed, close the file (final footer) and delete the side file;
         stop heartbeating. Idempotent. A file whose writer failed keeps its side file (readers
-        stop at the last committed length); a failed file of a single-txn batch is removed."""
+        stop at the last committed length); a failed file of a single-txn batch is removed. Failed aborts
+        are only logged; raises OSError when the final footer or the side file's removal fails."""
         if self.closed:
             return
         self.closed = True

@@ -149,7 +149,12 @@ class AcidWriter(WriteTable):
         without, each row also carries the partition key values after the data columns (Arrow:
         the partition key columns by name, else the last ones) and rows go to their partitions
         (dynamic partitioning). Missing partitions are created. Full ACID: one
-        ``delta_<w>_<w>_<stmt>/bucket_00000`` per partition; insert-only: ``000000_0``.
+        ``delta_<w>_<w>_<stmt>/bucket_00000`` per partition; insert-only: ``000000_0``. Raises ValueError for
+        data or a partition spec that does not match the table's columns and keys, FileExistsError when a file
+        to write exists already (a statement id reused in one txn), OSError from the storage, and the
+        metastore's errors (NoSuchTxnException / TxnAbortedException, LockTimeoutError / LockNotAcquiredError,
+        MetaException); a txn of its own is then aborted, and the files written are removed unless a
+        commit's outcome is unknown.
         """
         targets = self._insert_targets(data, partition)
         dynamic = bool(self.partition_keys) and partition is None
@@ -184,7 +189,8 @@ class AcidWriter(WriteTable):
     ) -> WriteResult:
         """UPDATE as Hive 3+ does (split update): delete ``row_ids`` (as :meth:`delete`) and insert
         the new ``data`` rows (as :meth:`insert`) in one txn, with one write id and statement id:
-        ``delete_delta_<w>_<w>_<stmt>/`` + ``delta_<w>_<w>_<stmt>/``. Full-ACID tables only."""
+        ``delete_delta_<w>_<w>_<stmt>/`` + ``delta_<w>_<w>_<stmt>/``. Full-ACID tables only. Raises
+        NotImplementedError for an insert-only table, and as :meth:`delete` and :meth:`insert`."""
         self.check_operation(UPDATE)
         deletes = self._delete_targets(row_ids, partition)
         inserts = self._insert_targets(data, partition)

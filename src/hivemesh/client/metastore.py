@@ -176,7 +176,8 @@ def open_socket(
     """An unopened Thrift socket to ``host:port`` with a ``timeout_s`` socket timeout; over TLS
     when ``tls`` (a client-side ``ssl.SSLContext``, :func:`hivemesh.tls.client_context`) is given,
     checking the server's name (``server_hostname``, default ``host``) only when the context does
-    (Hive's Java client does not)."""
+    (Hive's Java client does not). Does not connect, so raises nothing about the network (its ``open()``
+    raises TTransportException)."""
     sock: TSocket.TSocket
     name = server_hostname or host
     if tls is None:
@@ -247,7 +248,8 @@ def _no_name_check(_cert: Any, _hostname: str) -> None:
 
 def parse_time_s(value: str | None, default_unit_s: float = 1.0) -> float | None:
     """A Hive time setting in seconds: ``"300s"``, ``"300"`` (``default_unit_s`` per unit),
-    ``"5m"``, ``"1500ms"``, ``"2h"``, ``"1d"``, long unit names too. None when unreadable."""
+    ``"5m"``, ``"1500ms"``, ``"2h"``, ``"1d"``, long unit names too. None when unreadable. Never raises: an
+    unreadable value gives None."""
     if value is None:
         return None
     m = _TIME.fullmatch(value)
@@ -334,7 +336,8 @@ class Heartbeater:
         return self._thread.is_alive()
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """Stop heartbeating and wait (up to ``timeout_s``) for the thread to end."""
+        """Stop heartbeating and wait (up to ``timeout_s``) for the thread to end. Never raises; a thread
+        still running after ``timeout_s`` is left to end by itself (daemon)."""
         self._stop.set()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout_s)
@@ -359,25 +362,31 @@ class Transaction:
         return self.heartbeater.error if self.heartbeater else None
 
     def valid_txn_list(self) -> ValidTxnList:
-        """This txn's snapshot: the ValidTxnList Hive builds for it (own txn excluded, capped)."""
+        """This txn's snapshot: the ValidTxnList Hive builds for it (own txn excluded, capped). Raises a
+        transport error (TTransportException, OSError) when the metastore stays unreachable after the
+        retries."""
         return self.client.valid_txn_list(self.txn_id)
 
     def valid_write_ids(
         self, tables: Sequence[str], valid_txn_list: ValidTxnList | str | None = None
     ) -> dict[str, ValidWriteIdList]:
         """Write-id snapshots of ``tables`` (``db.table``) under ``valid_txn_list`` (default: a
-        fresh :meth:`valid_txn_list`)."""
+        fresh :meth:`valid_txn_list`). Raises as :meth:`MetastoreClient.valid_write_ids`
+        (NoSuchTxnException, MetaException)."""
         vtl = valid_txn_list if valid_txn_list is not None else self.valid_txn_list()
         return self.client.valid_write_ids(tables, vtl)
 
     def allocate_write_id(self, db: str, table: str) -> int:
-        """This txn's write id for ``db.table`` (the same one on every call)."""
+        """This txn's write id for ``db.table`` (the same one on every call). Raises NoSuchTxnException /
+        TxnAbortedException when this txn is no longer open."""
         return self.client.allocate_write_ids(db, table, [self.txn_id])[self.txn_id]
 
     def lock(
         self, components: Sequence[LockComponent], wait: bool = True, timeout_s: float = 60.0
     ) -> LockResponse:
-        """Locks held by this txn until it ends (see :meth:`MetastoreClient.lock`)."""
+        """Locks held by this txn until it ends (see :meth:`MetastoreClient.lock`). Raises
+        LockTimeoutError, LockNotAcquiredError, and NoSuchTxnException / TxnAbortedException when this txn
+        is no longer open."""
         return self.client.lock(components, txn_id=self.txn_id, wait=wait, timeout_s=timeout_s)
 
     def _end(self) -> None:
@@ -393,7 +402,8 @@ class Transaction:
         self.state = "committed"
 
     def abort(self) -> None:
-        """Abort now."""
+        """Abort now. Raises MetastoreClientError when already committed or aborted; NoSuchTxnException /
+        TxnAbortedException from the metastore pass through."""
         if self.state != "open":
             raise MetastoreClientError(f"txn {self.txn_id} is already {self.state}")
         self._end()
@@ -522,7 +532,8 @@ class MetastoreClient:
         return self
 
     def close(self) -> None:
-        """Close the connection (a later call reconnects)."""
+        """Close the connection (a later call reconnects). Never raises: a failing close of the transport
+        is ignored."""
         transport, self._transport, self._client = self._transport, None, None
         if transport is not None:
             try:
@@ -531,7 +542,8 @@ class MetastoreClient:
                 pass
 
     def clone(self, connect: bool = True) -> MetastoreClient:
-        """A new client with the same settings and its own connection (for another thread)."""
+        """A new client with the same settings and its own connection (for another thread). With
+        ``connect`` it raises what :meth:`connect` raises."""
         other = MetastoreClient(
             host=self.endpoints[0][0],
             port=self.endpoints[0][1],
@@ -563,7 +575,7 @@ class MetastoreClient:
     @property
     def raw(self) -> ThriftHiveMetastore.Client:
         """The underlying Thrift client (connecting first if needed). It is replaced after a
-        reconnect, so fetch it again rather than keeping it."""
+        reconnect, so fetch it again rather than keeping it. Raises what :meth:`connect` raises."""
         if self._client is None:
             self.connect()
         assert self._client is not None
@@ -589,7 +601,10 @@ class MetastoreClient:
 
     def call(self, method: str, *args: Any, idempotent: bool = False) -> Any:
         """Call any HMS method by name. A transport error while connecting is always retried;
-        one during the call only when ``idempotent`` (the connection is reopened either way)."""
+        one during the call only when ``idempotent`` (the connection is reopened either way). Raises the
+        method's HMS exceptions unchanged, TApplicationException for a method the server lacks,
+        AttributeError for a name the Thrift client lacks, and the transport error (TTransportException,
+        OSError, EOFError) left after the retries."""
 
         def attempt() -> Any:
             """One try: (re)connect when needed, then the call; returns its result."""
@@ -630,7 +645,9 @@ class MetastoreClient:
     ) -> list[int]:
         """Open ``n`` txns; their ids (consecutive, ascending). ``txn_type``: a ``TxnType``
         (default DEFAULT). Replication form: ``repl_policy`` + ``repl_src_txn_ids`` (source ids,
-        mapped to new target txns). Not retried after a transport error during the call."""
+        mapped to new target txns). Not retried after a transport error during the call. Raises the
+        transport error (TTransportException, OSError) unchanged; the HMS call declares no exception (a
+        server failure arrives as TApplicationException)."""
         req = OpenTxnRequest(
             num_txns=n,
             user=user or self.user,
@@ -643,7 +660,7 @@ class MetastoreClient:
         return list(self.call("open_txns", req).txn_ids)
 
     def open_txn(self, **kwargs: Any) -> int:
-        """Open one txn; its id (keywords as :meth:`open_txns`)."""
+        """Open one txn; its id (keywords as :meth:`open_txns`). Raises as :meth:`open_txns`."""
         return self.open_txns(1, **kwargs)[0]
 
     def commit_txn(self, txn_id: int, *, repl_policy: str | None = None, **fields: Any) -> None:
@@ -666,18 +683,21 @@ class MetastoreClient:
 
     def heartbeat_txn_range(self, min_txn: int, max_txn: int) -> HeartbeatTxnRangeResponse:
         """Heartbeat txns ``min_txn..max_txn`` (inclusive); the answer's ``aborted`` and ``nosuch``
-        sets name those that could not be."""
+        sets name those that could not be. Declares no HMS exception (a txn it cannot heartbeat is named in
+        the answer); raises the transport error left after the retries."""
         return self.call(
             "heartbeat_txn_range", HeartbeatTxnRangeRequest(min=min_txn, max=max_txn), idempotent=True
         )
 
     def get_open_txns(self) -> GetOpenTxnsResponse:
-        """High watermark, open and aborted txn ids (ascending) and ``abortedBits``."""
+        """High watermark, open and aborted txn ids (ascending) and ``abortedBits``. Declares no HMS
+        exception; raises the transport error left after the retries."""
         return self.call("get_open_txns", idempotent=True)
 
     def valid_txn_list(self, current_txn: int | None = None) -> ValidTxnList:
         """The ValidTxnList a reader uses (Hive ``createValidReadTxnList``): from
-        :meth:`get_open_txns`, excluding ``current_txn`` and capping the high watermark at it."""
+        :meth:`get_open_txns`, excluding ``current_txn`` and capping the high watermark at it. Raises as
+        :meth:`get_open_txns`."""
         return ValidTxnList.from_open_txns(self.get_open_txns(), current_txn)
 
     # ------------------------------------------------------------------ write ids
@@ -717,7 +737,9 @@ class MetastoreClient:
 
         ``txn_lists``, if given, receives the ValidTxnList a hivemesh proxy sent along for tables
         of a federated member (whose txn ids are not the primary's): judge those tables' files
-        with it instead of ``valid_txn_list``."""
+        with it instead of ``valid_txn_list``. Raises NoSuchTxnException for an unknown ``write_id`` txn,
+        MetaException (e.g. a missing or malformed ``valid_txn_list``), and the transport error
+        left after the retries."""
         req = GetValidWriteIdsRequest(
             fullTableNames=list(tables), validTxnList=str(valid_txn_list), writeId=write_id
         )
@@ -735,7 +757,7 @@ class MetastoreClient:
         self, txn_id: int, tables: Sequence[str], valid_txn_list: ValidTxnList | str | None = None
     ) -> ValidTxnWriteIdList:
         """Hive's ``hive.txn.tables.valid.writeids`` value for reader ``txn_id`` over ``tables``
-        (``valid_txn_list`` defaults to a fresh one for ``txn_id``)."""
+        (``valid_txn_list`` defaults to a fresh one for ``txn_id``). Raises as :meth:`valid_write_ids`."""
         vtl = valid_txn_list if valid_txn_list is not None else self.valid_txn_list(txn_id)
         return ValidTxnWriteIdList(txn_id, tuple(self.valid_write_ids(tables, vtl).values()))
 
@@ -814,7 +836,8 @@ class MetastoreClient:
         txn_id: int | None = None,
         extended: bool = False,
     ) -> list[ShowLocksResponseElement]:
-        """Current locks, optionally of one database/table/partition or txn."""
+        """Current locks, optionally of one database/table/partition or txn. Declares no HMS exception;
+        raises the transport error left after the retries."""
         req = ShowLocksRequest(
             dbname=db, tablename=table, partname=partition, isExtended=extended, txnid=txn_id
         )
@@ -834,7 +857,8 @@ class MetastoreClient:
         ``skip_types`` leaves event types out (``eventTypeSkipList``). ``db``/``tables`` keep the
         events of that database / those tables (case-insensitive); they are sent as Hive 4's
         ``dbName``/``tableNames`` filters and applied again here for servers that ignore them
-        (with those, ``max_events`` counts events before this filtering).
+        (with those, ``max_events`` counts events before this filtering). Declares no HMS
+        exception; raises the transport error left after the retries.
         """
         table_names = [t.lower() for t in tables or ()]
         req = NotificationEventRequest(
@@ -854,7 +878,8 @@ class MetastoreClient:
         return events
 
     def current_notification_event_id(self) -> int:
-        """Id of the newest notification event (0 for an empty log)."""
+        """Id of the newest notification event (0 for an empty log). Declares no HMS exception; raises the
+        transport error left after the retries."""
         return int(self.call("get_current_notificationEventId", idempotent=True).eventId)
 
     # ------------------------------------------------------------------ context managers

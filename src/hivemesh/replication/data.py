@@ -83,7 +83,8 @@ _FS_LOCK = threading.Lock()
 
 
 def open_fs(spec: FsSpec) -> pafs.FileSystem:
-    """The file system of ``spec``, opened once per process (on Spark executors too)."""
+    """The file system of ``spec``, opened once per process (on Spark executors too). Raises
+    OSError/ValueError as :meth:`FsSpec.open` (the failure is not cached)."""
     return _open(spec)
 
 
@@ -98,7 +99,8 @@ def _open(spec: FsSpec) -> pafs.FileSystem:
 def spark_context(master: str | None, app_name: str) -> Any:
     """The SparkContext a replication job runs on: this process's active session's, else a new
     session's (``master``, default ``local[*]``). A local context started here runs its Python
-    workers on this interpreter (they must import hivemesh)."""
+    workers on this interpreter (they must import hivemesh). Raises ImportError without pyspark, and
+    Spark's error when the context cannot start (e.g. no Java: ``pyspark.errors.PySparkRuntimeError``)."""
     from pyspark.sql import SparkSession  # heavy: only for jobs above the threshold
 
     builder = SparkSession.builder.appName(app_name)
@@ -121,7 +123,8 @@ class ZoneStorage:
         self._s3 = FsSpec("s3", tuple(sorted(opts.items())))
 
     def spec(self, location: str) -> tuple[FsSpec, str]:
-        """``(file system spec, path on it)`` of ``location``."""
+        """``(file system spec, path on it)`` of ``location``. Raises ValueError/OSError for a URI scheme
+        pyarrow cannot open (:func:`~hivemesh.storage.locations.resolve_location`)."""
         scheme = location.split("://", 1)[0].lower() if "://" in location else ""
         if scheme in S3_SCHEMES:
             return self._s3, location.split("://", 1)[1].rstrip("/")
@@ -130,7 +133,8 @@ class ZoneStorage:
         return FsSpec("uri", (("uri", location),)), resolve_location(location)[1]
 
     def resolve(self, location: str) -> tuple[pafs.FileSystem, str]:
-        """``(pyarrow file system, path on it)`` of ``location``."""
+        """``(pyarrow file system, path on it)`` of ``location``. Raises OSError/ValueError when the file
+        system cannot be opened."""
         spec, path = self.spec(location)
         if spec.kind == "uri":
             return resolve_location(location)
@@ -145,7 +149,8 @@ def copy_task(task: CopyTask) -> tuple[str, int, str | None]:
     """Copy one file ``(source fs, source path, target fs, target path)``; returns ``(target path,
     bytes, None)`` (the MD5 is not computed on the copy path: the ledger vouches by size and
     source modification time, ``verify`` computes checksums). Module-level so that Spark
-    executors can run it."""
+    executors can run it. Raises OSError when the file cannot be read or written (the target then left as
+    it was)."""
     src_spec, src, dst_spec, dst = task
     nbytes = copy_file(_open(src_spec), src, _open(dst_spec), dst)
     return dst, nbytes, None
@@ -365,7 +370,9 @@ class DataMover:
 
     def sync_many(self, pairs: list[tuple[str, str]], delete_extra: bool = True) -> SyncResult:
         """:meth:`sync` of several ``(source, target)`` directory locations, their copies run as
-        one batch (on the threads, or one Spark job above the threshold)."""
+        one batch (on the threads, or one Spark job above the threshold). Raises OSError naming the file on
+        a storage error, and the store's errors (``sqlalchemy.exc.OperationalError``) recording the ledger;
+        what was copied stays copied and recorded."""
         out = SyncResult()
         tasks: list[CopyTask] = []
         sources: dict[str, tuple[int, int | None]] = {}

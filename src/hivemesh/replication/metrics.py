@@ -72,6 +72,7 @@ class ReplicationMetrics:
     # fmt: skip
 
     def serve(self, port: int, host: str = "127.0.0.1") -> int:
-        """Serve ``/metrics`` over HTTP on ``port`` (0 = any free port); returns the port."""
+        """Serve ``/metrics`` over HTTP on ``port`` (0 = any free port); returns the port. Raises OSError
+        when the port is taken or ``host`` cannot be bound."""
         server, _thread = start_http_server(port, addr=host, registry=self.registry)
         return server.server_address[1]

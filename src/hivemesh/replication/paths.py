@@ -132,7 +132,8 @@ class PolicyPaths:
     def refusal(self, what: str, source_location: str | None, target_location: str | None) -> str | None:
         """Why ``what`` (``"table db.t"``, ``"partition db.t/k=v"``, ``"database db"``) at
         ``source_location`` must not be written to the target at ``target_location``, or None
-        when the target location is outside the source zone (or either is empty)."""
+        when the target location is outside the source zone (or either is empty). Never raises: the callers
+        raise LocationRefused with this text."""
         if not source_location or not target_location:
             return None
         target_key = location_key(target_location)
@@ -184,7 +185,7 @@ class PolicyPaths:
     def problems(self, key: str) -> list[str]:
         """What the configuration alone shows to break the rule: each mapping whose target prefix
         is, or lies under, a source directory (:attr:`source_roots`); ``key`` is the policy's key
-        in the file (``replication.policies[0]``)."""
+        in the file (``replication.policies[0]``). Never raises: the config loader reports them."""
         out: list[str] = []
         for src, dst in self.mapping:
             root = self.source_root_of(dst)

@@ -254,7 +254,8 @@ class PolicyRunner:
         self.state = store.ensure(policy.name, policy.source, policy.target)
 
     def close(self) -> None:
-        """Stop background work and close connections (the lease is released)."""
+        """Stop background work and close connections (the lease is released). Never raises: a store that
+        cannot release the lease is logged (the lease then expires)."""
         self._stopping.set()
         self._pool.shutdown(wait=True, cancel_futures=True)
         if self.mover is not None:
@@ -334,7 +335,9 @@ class PolicyRunner:
     def bootstrap(self, prune: bool = False) -> SyncResult:
         """Write every database and table in scope to the target as the source has it now (see
         the module docstring). ``prune``: drop target objects in scope the source lacks (when
-        ``propagate_drops``). Returns what was copied."""
+        ``propagate_drops``). Returns what was copied. Raises LocationRefused as
+        :meth:`bootstrap_database`, the metastores' exceptions (MetaException, NoSuchObjectException, ...,
+        transport errors) and OSError from the copies; what was written before stays."""
         out = SyncResult()
         dbs = self._source_databases()
         task = None
@@ -619,7 +622,8 @@ class PolicyRunner:
 
     # ------------------------------------------------------------------ events
     def read_events(self, after: int, limit: int) -> list[NotificationEvent]:
-        """Up to ``limit`` source events after id ``after``."""
+        """Up to ``limit`` source events after id ``after``. Raises what the source's call raises
+        (transport errors; the HMS call declares no exception)."""
         resp = self.source_calls.get_next_notification(
             NotificationEventRequest(lastEvent=after, maxEvents=limit)
         )
@@ -1095,7 +1099,9 @@ class PolicyRunner:
 
     def rescan(self) -> StepResult:
         """Compare and repair now (continuous mode's ``rescan_interval_s``): like a resync, but
-        not counted as one; files are judged by size, the ledger and checksums."""
+        not counted as one; files are judged by size, the ledger and checksums. Raises ReplicationError
+        when another process holds the policy's lease, and the metastore, storage (OSError) and
+        LocationRefused errors of the comparison."""
         self._lease()
         out = StepResult()
         self._run_resync("scheduled rescan", out, count=False)
@@ -1135,7 +1141,8 @@ class PolicyRunner:
 
     def resync(self, reason: str = "requested") -> StepResult:
         """Re-sync by comparison now (what ``verify --repair`` runs): the target made equal to the
-        source, copying only what differs; the checkpoint moves to the source's current event."""
+        source, copying only what differs; the checkpoint moves to the source's current event. Raises as
+        :meth:`rescan`."""
         self._lease()
         out = StepResult()
         if self.mover is not None:  # the target's files may have changed behind the ledger's back
@@ -1149,7 +1156,8 @@ class PolicyRunner:
 
     def run_once(self) -> Iterator[StepResult]:
         """Steps until every event up to the source's current id (read at the start) is applied
-        and background bootstraps are done; yields each step's result."""
+        and background bootstraps are done; yields each step's result. Raises as :meth:`step` (from the
+        iteration that meets the error)."""
         until = self.current_event_id()
         while True:
             res = self.step(until)
@@ -1166,7 +1174,8 @@ class PolicyRunner:
 
     def lag(self) -> tuple[int, float]:
         """``(events, seconds)`` the target is behind the source: events after the checkpoint, and
-        the age of the oldest of them (0 when caught up). Updates the stored source event id."""
+        the age of the oldest of them (0 when caught up). Updates the stored source event id. Raises what
+        the source's calls raise and the store's errors."""
         st = self.store.get(self.name)
         checkpoint = (st.event_id if st else None) or 0
         current = self.current_event_id()
@@ -1183,7 +1192,8 @@ class PolicyRunner:
 
 
 def record_failure(store: ReplicationStore, policy: str, error: BaseException) -> str:
-    """Store ``error`` as the policy's last error; returns the message."""
+    """Store ``error`` as the policy's last error; returns the message. Never raises: a store that cannot
+    record it is logged."""
     message = f"{type(error).__name__}: {error}"
     try:
         store.record_error(policy, message)

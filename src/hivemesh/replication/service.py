@@ -38,7 +38,8 @@ def make_runner(
     config: ReplicationFile, policy: PolicyConfig, store: ReplicationStore, owner: str, **kw: Any
 ) -> Any:
     """The runner of ``policy``: a :class:`PolicyRunner` for ``format: hive``, a
-    :class:`~hivemesh.replication.delta.runner.DeltaPolicyRunner` for ``format: delta``."""
+    :class:`~hivemesh.replication.delta.runner.DeltaPolicyRunner` for ``format: delta``. Raises
+    ReplicationError naming the peer when a metastore cannot be reached (the runners' constructors)."""
     if policy.format == TargetFormat.DELTA:
         from hivemesh.replication.delta.runner import DeltaPolicyRunner
 
@@ -65,7 +66,8 @@ def run_once(
 ) -> dict[str, str]:
     """Bring each selected policy up to its source's current event; returns ``{policy: error}``
     for those that failed (empty when all succeeded), logged here only when the error looks like
-    a bug (with its traceback)."""
+    a bug (with its traceback). Raises ConfigError for an unknown policy name; a policy's own failure is
+    returned, never raised."""
     owner = lease_owner()
     failures: dict[str, str] = {}
     for policy in selected(config, names):
@@ -116,7 +118,8 @@ class ReplicationService:
         self._runners: dict[str, Any] = {}
 
     def start(self) -> ReplicationService:
-        """Start one thread per policy."""
+        """Start one thread per policy. A policy's failures are recorded and retried in its thread, never
+        raised here."""
         for policy in self.policies:
             t = threading.Thread(
                 target=self._loop, args=(policy,), name=f"replicate-{policy.name}", daemon=True
@@ -132,7 +135,8 @@ class ReplicationService:
             r.stop()
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """Stop every policy after its current event and wait for the threads."""
+        """Stop every policy after its current event and wait for the threads. Never raises; a thread still
+        running after ``timeout_s`` is left (daemon)."""
         self.request_stop()
         for t in self._threads:
             t.join(timeout_s)
@@ -218,7 +222,9 @@ def status(
     config: ReplicationFile, store: ReplicationStore, names: tuple[str, ...] | list[str] = ()
 ) -> list[PolicyStatus]:
     """The status of each selected policy: the stored state, and the source's and target's
-    current event ids (None when a metastore does not answer: the error is in ``last_error``)."""
+    current event ids (None when a metastore does not answer: the error is in ``last_error``). Raises
+    ConfigError for an unknown policy name and the store's errors; an unreachable metastore is reported,
+    not raised."""
 
     out: list[PolicyStatus] = []
     for policy in selected(config, names):

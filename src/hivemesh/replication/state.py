@@ -153,7 +153,8 @@ class PolicyState:
 
     @classmethod
     def from_row(cls, row: Any) -> PolicyState:
-        """The state in a ``HIVEMESH_REPL_POLICIES`` row (``RULES`` decoded from JSON)."""
+        """The state in a ``HIVEMESH_REPL_POLICIES`` row (``RULES`` decoded from JSON). Raises ValueError
+        (``json.JSONDecodeError``) for a ``RULES`` value that is not JSON."""
         m = row._mapping
         return cls(
             policy=m["POLICY"],
@@ -207,6 +208,11 @@ class ReplicationStore(SqlStore):
     ``postgresql+psycopg://...``); schema created or upgraded on construction.
 
     Raises ConfigError for a bad URL, ``sqlalchemy.exc.OperationalError`` when unreachable.
+
+    Every method below runs in one store transaction and raises the database's errors unchanged
+    (``sqlalchemy.exc.OperationalError`` when the store cannot be reached or, on SQLite, stays
+    locked; see :meth:`SqlStore.write`); a failed write changes nothing. A policy never recorded
+    is not an error: reads answer None or empty, writes to its row change nothing.
     """
 
     def __init__(self, url: str):
@@ -246,7 +252,8 @@ class ReplicationStore(SqlStore):
 
     def update(self, policy: str, **values: Any) -> None:
         """Set columns of ``policy``'s row (keyword names are column names, lower case; ``rules``
-        as a dict)."""
+        as a dict). Raises ``sqlalchemy.exc.CompileError`` for a keyword that names no column; a policy
+        never recorded changes nothing."""
         cols = {k.upper(): v for k, v in values.items()}
         if "RULES" in cols and cols["RULES"] is not None:
             cols["RULES"] = json.dumps(cols["RULES"], sort_keys=True)
@@ -288,7 +295,7 @@ class ReplicationStore(SqlStore):
     def acquire(self, policy: str, owner: str, lease_ms: int) -> bool:
         """Take or renew the lease of ``policy`` for ``owner`` for ``lease_ms``: True when this
         owner holds it now. A lease is free when unheld, expired, or held by a dead process of
-        this host (kill -9)."""
+        this host (kill -9). False, without error, for a policy never recorded (:meth:`ensure` it first)."""
         now = now_ms()
         with self.write() as conn:
             row = conn.execute(

@@ -31,7 +31,8 @@ class TxnSnapshot:
         self._txns: ValidTxnList | None = None
 
     def committed(self, txn_id: int) -> bool:
-        """Whether source txn ``txn_id`` is committed (Hive ``isTxnValid``)."""
+        """Whether source txn ``txn_id`` is committed (Hive ``isTxnValid``). Raises what ``fetch`` raises
+        on first use (the source's transport errors)."""
         if self._txns is None:
             self._txns = self._fetch()
         return self._txns.is_txn_valid(txn_id)
@@ -41,7 +42,7 @@ def target_relpath(relpath: str, txns: TxnSnapshot | None) -> str | None:
     """The target's path for a file at ``relpath`` (posix, below a table or partition directory)
     of the source: ``_v<T>`` suffixes of its directories dropped when ``T`` is committed at the
     source; None when one is not (the file is not to be copied yet). Without ``txns`` the path is
-    kept as it is."""
+    kept as it is. Raises as :meth:`TxnSnapshot.committed`, which it calls only for a ``_v<T>`` directory."""
     if txns is None or VISIBILITY_PREFIX not in relpath:
         return relpath
     parts = relpath.split("/")

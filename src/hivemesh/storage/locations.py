@@ -28,7 +28,7 @@ log = logging.getLogger("hivemesh.storage.locations")
 def local_path(location: str) -> str:
     """The path of a ``file:`` location, taken literally as Hadoop does (``%2F`` stays ``%2F``).
 
-    ``file:/x``, ``file:///x`` and ``file://localhost/x`` all give ``/x``.
+    ``file:/x``, ``file:///x`` and ``file://localhost/x`` all give ``/x``. Pure; never raises.
     """
     rest = location[len("file:") :]
     if rest.startswith("//"):
@@ -52,7 +52,9 @@ def normalize_location(location: str) -> str:
     resolved (``file:///tmp/x/../../b`` -> ``file:/b``, ``s3a://b/w/x/..`` -> ``s3a://b/w``);
     other URIs otherwise unchanged.
 
-    Nothing is percent-decoded: escaped partition values (``k=a%2Fb``) name directories literally.
+    Nothing is percent-decoded: escaped partition values (``k=a%2Fb``) name directories literally. Only a
+    plain path touches the file system (``Path.resolve``: OSError, or RuntimeError for a symbolic-link loop);
+    otherwise pure and never raises.
     """
     if "://" not in location and not location.startswith("file:"):
         return "file:" + str(Path(location).resolve())
@@ -127,13 +129,14 @@ def location_key(location: str) -> str:
 def location_relpath(location: str, prefix: str) -> str | None:
     """Where ``location`` lies relative to directory location ``prefix``, both compared in their
     :func:`location_key` form (on path boundaries: ``file:/w/ab`` is not under ``file:/w/a``):
-    ``""`` when they are the same directory, ``"db.db/t"`` when below it, None when outside."""
+    ``""`` when they are the same directory, ``"db.db/t"`` when below it, None when outside. Pure; never
+    raises."""
     return key_relpath(location_key(location), location_key(prefix))
 
 
 def key_relpath(key: str, prefix_key: str) -> str | None:
     """:func:`location_relpath` of two locations already in :func:`location_key` form (for
-    callers that compare many locations against the same prefixes)."""
+    callers that compare many locations against the same prefixes). Pure; never raises."""
     if key == prefix_key:
         return ""
     boundary = prefix_key if prefix_key.endswith("/") else prefix_key + "/"
@@ -142,7 +145,7 @@ def key_relpath(key: str, prefix_key: str) -> str | None:
 
 def location_within(location: str | None, prefix: str | None) -> bool:
     """True when ``location`` is directory ``prefix`` or lies below it (:func:`location_relpath`);
-    False when either is empty."""
+    False when either is empty. Pure; never raises."""
     return bool(location) and bool(prefix) and location_relpath(location or "", prefix or "") is not None
 
 
@@ -176,7 +179,8 @@ def resolve_location(location: str, filesystem: pafs.FileSystem | None = None) -
 
 def same_location(a: str | None, b: str) -> bool:
     """True when locations ``a`` and ``b`` name the same directory (same kind of file system, same
-    path but for trailing slashes); False when ``a`` is empty. Errors as :func:`resolve_location`."""
+    path but for trailing slashes); False when ``a`` is empty. Raises ValueError/OSError
+    as :func:`resolve_location` when pyarrow cannot open the file system of either."""
     if not a:
         return False
     fa, pa_ = resolve_location(a)
@@ -197,7 +201,8 @@ def _target(location: str | None) -> tuple[pafs.FileSystem, str] | None:
 
 
 def make_dirs(location: str | None) -> bool:
-    """Create a directory (and parents) if missing; True when it exists afterwards."""
+    """Create a directory (and parents) if missing; True when it exists afterwards. Never raises: a
+    location hivemesh does not manage, or a storage error (logged), gives False."""
     target = _target(location)
     if target is None:
         return False
@@ -244,7 +249,9 @@ def write_file(location: str, data: bytes) -> None:
 
 
 def move_dir(src: str, dst: str) -> bool:
-    """Move a directory (a rename on the same file system); True when moved."""
+    """Move a directory (a rename on the same file system); True when moved. False, having done nothing,
+    when either location is not managed here or ``src`` is missing. Unlike the other location operations it
+    raises OSError (after logging it) when the storage refuses."""
     a, b = _target(src), _target(dst)
     if a is None or b is None:
         return False
@@ -262,7 +269,8 @@ def move_dir(src: str, dst: str) -> bool:
 
 
 def is_subdir(child: str | None, parent: str | None) -> bool:
-    """True when location ``child`` is ``parent`` or lies below it."""
+    """True when location ``child`` is ``parent`` or lies below it. Compares the strings as given (no
+    :func:`location_key`); pure, never raises."""
     if not child or not parent:
         return False
     p = parent.rstrip("/")
@@ -270,7 +278,8 @@ def is_subdir(child: str | None, parent: str | None) -> bool:
 
 
 def exists(location: str | None) -> bool:
-    """True when the location exists on a file system hivemesh can reach."""
+    """True when the location exists on a file system hivemesh can reach. Never raises: a storage error, or
+    a location hivemesh does not manage, gives False."""
     target = _target(location)
     if target is None:
         return False
@@ -283,7 +292,7 @@ def exists(location: str | None) -> bool:
 def quick_stats(location: str | None) -> tuple[int, int] | None:
     """``(number of files, total bytes)`` below a location, recursively, leaving out hidden
     entries (names starting with ``_`` or ``.`` at any level, as Hive's HIDDEN_FILES_PATH_FILTER);
-    None when the storage cannot be listed."""
+    None when the storage cannot be listed. Never raises: a storage error is logged."""
     target = _target(location)
     if target is None:
         return None

@@ -398,7 +398,10 @@ class SqlStore:
 
     @contextmanager
     def write(self) -> Iterator[sa.Connection]:
-        """A connection in a write transaction; commits when the block ends, rolls back on error."""
+        """A connection in a write transaction; commits when the block ends, rolls back on error. Raises
+        ``sqlalchemy.exc.OperationalError`` when the database cannot be reached (or, on SQLite, stays
+        locked past the 60 s busy timeout) and the database's other errors
+        (``sqlalchemy.exc.IntegrityError`` ...); the block's own exception propagates after the rollback."""
         if self._write_lock is None:
             with self.engine.begin() as conn:
                 yield conn
@@ -416,7 +419,8 @@ class SqlStore:
         """Whether this process holds the store-wide lock ``key`` for the block: on PostgreSQL a
         session advisory lock (``pg_try_advisory_lock``, never waiting; released at the end, or by
         the server when the process dies), so one of several processes on the store runs the
-        block; on SQLite always True (writers are serialised by the database itself)."""
+        block; on SQLite always True (writers are serialised by the database itself). Raises
+        ``sqlalchemy.exc.OperationalError`` when PostgreSQL cannot be reached."""
         if self.dialect == "sqlite":
             yield True
             return
@@ -432,7 +436,9 @@ class SqlStore:
 
     @contextmanager
     def read(self) -> Iterator[sa.Connection]:
-        """A connection in a read transaction (on PostgreSQL at ``read_isolation`` when given)."""
+        """A connection in a read transaction (on PostgreSQL at ``read_isolation`` when given). Raises
+        ``sqlalchemy.exc.OperationalError`` when the database cannot be reached; the block's own exception
+        propagates after the rollback."""
         with self._read_lock or nullcontext(), self.read_engine.begin() as conn:
             yield conn
 
@@ -440,7 +446,8 @@ class SqlStore:
     def read_statement(self) -> Iterator[sa.Connection]:
         """A connection for a read made of a single statement, which reads one snapshot by itself:
         on PostgreSQL in autocommit mode, so no BEGIN and COMMIT round trips surround it (the
-        statement is then the call's only round trip); on SQLite the same as :meth:`read`."""
+        statement is then the call's only round trip); on SQLite the same as :meth:`read`. Raises
+        ``sqlalchemy.exc.OperationalError`` when the database cannot be reached."""
         if self.dialect == "sqlite":
             with self.read() as conn:
                 yield conn

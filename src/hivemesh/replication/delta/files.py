@@ -115,7 +115,8 @@ def _hidden(rel: str) -> bool:
 
 def plain_units(location: str, fs: pafs.FileSystem, root: str) -> list[Unit]:
     """The units of a non-transactional table or partition directory (``root`` on ``fs``; an
-    absent directory has none): every visible file, keyed by path, size and mtime (ns)."""
+    absent directory has none): every visible file, keyed by path, size and mtime (ns). Raises OSError for
+    a storage error."""
     if not storage.path_exists(fs, root):
         return []
     out = []
@@ -326,7 +327,9 @@ def _read_text(data: bytes, layout: FileLayout) -> pa.Table:
 
 def read_unit(unit: Unit, layout: FileLayout, fs: pafs.FileSystem, root: str) -> pa.Table:
     """The rows ``unit`` contributes to the snapshot, as the layout's schema (``root``: the
-    unit's location on ``fs``)."""
+    unit's location on ``fs``). Raises ValueError for a file format other than ORC, Parquet and text,
+    ``pyarrow.ArrowInvalid`` (a ValueError) for a file that does not parse or a value that does not
+    convert, OSError when it cannot be read."""
     path = f"{root.rstrip('/')}/{unit.path}"
     if layout.acid != "full":
         return _read_plain(path, layout, fs)
@@ -390,7 +393,8 @@ def write_unit(
     rows: pa.Table, fs: pafs.FileSystem, replica_root: str, directory: str, key: str
 ) -> WrittenFile | None:
     """Write ``rows`` as ``<directory>/hm-<key>.parquet`` under the replica; None (nothing
-    written) when ``rows`` is empty."""
+    written) when ``rows`` is empty. Raises OSError when the storage refuses (a partial file may remain
+    under the same name, which a rerun overwrites)."""
     if not rows.num_rows:
         return None
     rel = f"{directory}/{replica_file_name(key)}" if directory else replica_file_name(key)

@@ -57,7 +57,8 @@ def physical_names(schema: pa.Schema) -> dict[str, str]:
 def to_physical(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     """``rows`` (logical column names) as a column-mapped replica's data files hold them: columns
     named by their physical names, with their Parquet field ids (nested fields keep their
-    names: Delta maps nested fields of files written this way by name)."""
+    names: Delta maps nested fields of files written this way by name). Raises KeyError for a column of
+    ``rows`` that ``schema`` lacks."""
     fields = []
     by_name = {f.name: f for f in schema}
     for name in rows.column_names:
@@ -76,7 +77,8 @@ _SAFE_DIR = re.compile(r"^[A-Za-z0-9_.=:-]+$")
 def partition_directory(keys: Sequence[str], values: Sequence[str | None]) -> str:
     """The replica directory of a partition: ``k1=v1/k2=v2`` when every value is plain
     (letters, digits, ``_.:-``), else ``k1=v1/_hm_<hash>`` so that no value needs escaping in
-    the Delta log's file URIs (readers take partition values from the log, not the path)."""
+    the Delta log's file URIs (readers take partition values from the log, not the path). Raises ValueError
+    when ``keys`` and ``values`` differ in length."""
     import hashlib
 
     parts = []
@@ -97,7 +99,10 @@ replica root, directory under it, replica schema when column-mapped else None)``
 
 def convert_unit(task: ConvertTask) -> WrittenFile | None:
     """Read one unit and write its Parquet file into the replica (module-level: Spark executors
-    run it too). None when the unit has no rows."""
+    run it too). None when the unit has no rows. Raises what
+    :func:`~hivemesh.replication.delta.files.read_unit` and
+    :func:`~hivemesh.replication.delta.files.write_unit` raise (OSError, ValueError /
+    ``pyarrow.ArrowInvalid``)."""
     src_spec, src_root, unit, layout, dst_spec, dst_root, directory, schema = task
     rows = read_unit(unit, layout, open_fs(src_spec), src_root)
     if schema is not None:
@@ -164,13 +169,15 @@ class DeltaReplica:
 
     # ------------------------------------------------------------------ table
     def exists(self) -> bool:
-        """True when a Delta table is at the location."""
+        """True when a Delta table is at the location. Raises OSError (or
+        ``deltalake.exceptions.DeltaError``) when the storage cannot be reached."""
         from deltalake import DeltaTable
 
         return bool(DeltaTable.is_deltatable(self.uri, storage_options=self.storage_options))
 
     def table(self) -> Any:
-        """The current ``deltalake.DeltaTable``."""
+        """The current ``deltalake.DeltaTable``. Raises ``deltalake.exceptions.TableNotFoundError`` when no
+        Delta table is there, another ``DeltaError`` or OSError when the log cannot be read."""
         from deltalake import DeltaTable
 
         return DeltaTable(self.uri, storage_options=self.storage_options)
@@ -178,7 +185,8 @@ class DeltaReplica:
     def create(
         self, schema: pa.Schema, partition_by: Sequence[str], name: str, description: str | None
     ) -> None:
-        """Create the empty table (version 0) with ``schema``; nothing when one exists."""
+        """Create the empty table (version 0) with ``schema``; nothing when one exists. Raises
+        ``deltalake.exceptions.DeltaError`` (or OSError) when delta-rs cannot write the log."""
         from deltalake import DeltaTable
 
         DeltaTable.create(
@@ -192,19 +200,20 @@ class DeltaReplica:
         )
 
     def schema(self) -> pa.Schema:
-        """The replica's current schema (Arrow)."""
+        """The replica's current schema (Arrow). Raises as :meth:`table`."""
         return pa.schema(self.table().schema().to_arrow())
 
     def partition_columns(self) -> list[str]:
-        """The replica's partition columns."""
+        """The replica's partition columns. Raises as :meth:`table`."""
         return list(self.table().metadata().partition_columns)
 
     def applied_version(self, app_id: str) -> int | None:
-        """The last ``txn`` version Delta recorded for ``app_id`` (None: never)."""
+        """The last ``txn`` version Delta recorded for ``app_id`` (None: never). Raises as :meth:`table`."""
         return self.table().transaction_version(app_id)
 
     def delete(self) -> None:
-        """Delete the replica's directory (log and data)."""
+        """Delete the replica's directory (log and data). A missing directory is not an error; raises
+        OSError for other storage errors."""
         try:
             self.fs.delete_dir(self.root)
         except FileNotFoundError:
@@ -216,7 +225,7 @@ class DeltaReplica:
     ) -> dict[tuple[str | None, ...], dict[str, tuple[str, int]]]:
         """The replica's live files by partition values then unit key: ``{values: {key: (path,
         size)}}``; a file hivemesh did not write gets the key ``?<path>`` (removed by a sync).
-        ``physical``: :func:`physical_names` of a column-mapped replica."""
+        ``physical``: :func:`physical_names` of a column-mapped replica. Raises as :meth:`table`."""
         actions = pa.table(self.table().get_add_actions(flatten=True))
         out: dict[tuple[str | None, ...], dict[str, tuple[str, int]]] = {}
         if not actions.num_rows:
@@ -374,7 +383,7 @@ class DeltaReplica:
             return list(pool.map(convert_unit, tasks))
 
     def column_mapping(self) -> bool:
-        """Whether the replica uses Delta column mapping."""
+        """Whether the replica uses Delta column mapping. Raises as :meth:`table`."""
         return (self.table().metadata().configuration or {}).get(COLUMN_MAPPING, "none") != "none"
 
     def _annotate(self, wanted: pa.Schema, current: pa.Schema) -> Any:

@@ -266,7 +266,8 @@ class DeltaPolicyRunner:
         self.state = store.ensure(policy.name, policy.source, policy.target)
 
     def close(self) -> None:
-        """Close connections and release the lease."""
+        """Close connections and release the lease. Never raises: a store that cannot release the lease is
+        logged (the lease then expires)."""
         self._stopping.set()
         try:
             self.store.release(self.name, self.owner)
@@ -303,7 +304,9 @@ class DeltaPolicyRunner:
         return self.storage_options if _delta_uri(location).startswith("s3://") else None
 
     def replica(self, table: Table) -> DeltaReplica:
-        """The Delta replica of source ``table`` (at its relocated location)."""
+        """The Delta replica of source ``table`` (at its relocated location). Raises LocationRefused when
+        that location would be in the source zone, ReplicationError when the table has no location,
+        OSError/ValueError when its file system cannot be opened."""
         # the rule of hivemesh.replication.paths: never into the source zone (LocationRefused)
         location = self.paths.relocate_checked(table.sd.location, f"table {table.dbName}.{table.tableName}")
         if not location:
@@ -423,7 +426,10 @@ class DeltaPolicyRunner:
         """Make the replica of ``db.name`` equal to the source table (only ``partitions`` when
         given; an ACID table at ``write_id``, committed by source txn ``txn``, else at the
         current snapshot). Creates and registers the replica when missing. None when the source
-        table is gone, a view, or refused (a type Delta lacks, an unsupported format: logged)."""
+        table is gone, a view, or refused (a type Delta lacks, an unsupported format: logged). Raises
+        LocationRefused as :meth:`replica`, the metastores' exceptions (MetaException, transport errors),
+        OSError and ``pyarrow.ArrowInvalid`` reading the source's files, and delta-rs's ``DeltaError``
+        committing."""
         try:
             table = self.source_calls.get_table(db, name)
         except NoSuchObjectException:
@@ -485,7 +491,9 @@ class DeltaPolicyRunner:
 
     def drop_replica(self, db: str, name: str, source: Table | None) -> None:
         """Unregister the replica of ``db.name`` and delete its files when the source table owned
-        its data (``source``: the dropped table, when known)."""
+        its data (``source``: the dropped table, when known). A replica already unregistered is not an
+        error; raises MetaException / NoSuchObjectException from ``drop_table``, transport errors, and
+        OSError deleting the files."""
         try:
             entry = self.target_calls.get_table(db, name)
         except NoSuchObjectException:
@@ -501,7 +509,9 @@ class DeltaPolicyRunner:
     # ------------------------------------------------------------------ verify
     def source_rows(self, table: Table) -> Any:
         """The source table's rows now (ACID: at the current snapshot), partition values as
-        columns, in the replica's schema."""
+        columns, in the replica's schema. Raises UnsupportedSchemaError / ValueError for a table Delta
+        cannot hold, the source's exceptions (NoSuchObjectException, MetaException, transport errors), and
+        OSError / ``pyarrow.ArrowInvalid`` reading its files."""
         import pyarrow as pa
 
         from hivemesh.replication.delta.files import read_unit
@@ -530,7 +540,10 @@ class DeltaPolicyRunner:
     def compare(self, check_data: bool = True) -> list[Any]:
         """Differences of every replica from its source table (registration, a location outside
         the source zone, schema, partitions, and with ``check_data`` the rows by checksum) as
-        :class:`~hivemesh.replication.verify.Difference`."""
+        :class:`~hivemesh.replication.verify.Difference`. Raises the metastores' exceptions (transport
+        errors; NoSuchObjectException for a source table dropped meanwhile) and, with ``check_data``, what
+        reading the source's files and the replicas raises (OSError, ``pyarrow.ArrowInvalid``,
+        ``DeltaError``)."""
         from hivemesh.replication.delta.schema import field_signatures
         from hivemesh.replication.delta.verify import read_delta, rows_digest
         from hivemesh.replication.verify import Difference
@@ -625,7 +638,8 @@ class DeltaPolicyRunner:
     # ------------------------------------------------------------------ bootstrap
     def bootstrap(self, prune: bool = False) -> SyncResult:
         """Sync every table in scope as the source has it now; ``prune``: drop replicas (and empty
-        databases) the source no longer has, when ``propagate_drops``."""
+        databases) the source no longer has, when ``propagate_drops``. Raises as :meth:`sync_table` and
+        :meth:`drop_replica`."""
         out = SyncResult()
         dbs = [d for d in self.source_calls.get_all_databases() if self.scope.database(d)]
         task = (
@@ -652,7 +666,8 @@ class DeltaPolicyRunner:
 
     # ------------------------------------------------------------------ events
     def read_events(self, after: int, limit: int) -> list[NotificationEvent]:
-        """Up to ``limit`` source events after id ``after``."""
+        """Up to ``limit`` source events after id ``after``. Raises what the source's call raises
+        (transport errors; the HMS call declares no exception)."""
         resp = self.source_calls.get_next_notification(
             NotificationEventRequest(lastEvent=after, maxEvents=limit)
         )
@@ -683,7 +698,9 @@ class DeltaPolicyRunner:
         return [make_part_name(keys, list(p.values if hasattr(p, "values") else p)) for p in partitions]
 
     def apply(self, event: NotificationEvent, out: StepResult) -> bool:
-        """Apply one source event (see the module docstring); True when it was in scope."""
+        """Apply one source event (see the module docstring); True when it was in scope. Raises as
+        :meth:`sync_table` for the tables it syncs, and the source's exceptions reading the committed txn's
+        writes."""
         msg = ev.parse_event(event)
         if isinstance(msg, (ev.OpenTxn, ev.AllocWriteId, ev.AbortTxn)):
             self._track_txn(msg)
@@ -848,7 +865,9 @@ class DeltaPolicyRunner:
     # ------------------------------------------------------------------ steps
     def step(self, until: int | None = None) -> StepResult:
         """One pass: bootstrap or resync when needed, else up to one batch of events (never
-        beyond event id ``until``), dirty tables synced, checkpoint stored."""
+        beyond event id ``until``), dirty tables synced, checkpoint stored. Raises ReplicationError when
+        another process holds the policy's lease, and any error of the work (metastore, storage, delta-rs);
+        the state stays where the last checkpoint left it."""
         self._lease()
         out = StepResult()
         state = self.store.get(self.name)
@@ -919,21 +938,22 @@ class DeltaPolicyRunner:
         out.last_event_id = start
 
     def rescan(self) -> StepResult:
-        """Compare and repair now (continuous mode's ``rescan_interval_s``)."""
+        """Compare and repair now (continuous mode's ``rescan_interval_s``). Raises as :meth:`step`."""
         self._lease()
         out = StepResult()
         self._run_resync("scheduled rescan", out, count=False)
         return out
 
     def resync(self, reason: str = "requested") -> StepResult:
-        """Re-sync by comparison now (``verify --repair``)."""
+        """Re-sync by comparison now (``verify --repair``). Raises as :meth:`step`."""
         self._lease()
         out = StepResult()
         self._run_resync(reason, out)
         return out
 
     def run_once(self) -> Iterator[StepResult]:
-        """Steps until every event up to the source's current id (read at the start) is applied."""
+        """Steps until every event up to the source's current id (read at the start) is applied. Raises as
+        :meth:`step` (from the iteration that meets the error)."""
         until = self.current_event_id()
         while True:
             res = self.step(until)
@@ -946,7 +966,8 @@ class DeltaPolicyRunner:
                 return
 
     def lag(self) -> tuple[int, float]:
-        """``(events, seconds)`` the target is behind the source."""
+        """``(events, seconds)`` the target is behind the source. Raises what the source's calls raise and
+        the store's errors."""
         st = self.store.get(self.name)
         checkpoint = (st.event_id if st else None) or 0
         current = self.current_event_id()

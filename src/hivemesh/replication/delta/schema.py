@@ -126,7 +126,9 @@ FieldSig = tuple[str, str, str]
 def field_signatures(schema: pa.Schema) -> list[FieldSig]:
     """Compare-ready ``(name, Delta type JSON, comment)`` of each field of ``schema`` (an Arrow
     schema, or anything exporting one, such as delta-rs's schema), typed the way Delta stores
-    them so that a schema read back from the Delta log compares equal to the one written."""
+    them so that a schema read back from the Delta log compares equal to the one written. Raises
+    ImportError without the ``deltalake`` package, and delta-rs's error for an Arrow type Delta has no type
+    for."""
     from deltalake import Schema as DeltaSchema
 
     out = []
@@ -152,7 +154,8 @@ _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
 
 def sql_type(delta_type: object) -> str:
-    """Spark SQL DDL of a Delta type (its JSON form, parsed)."""
+    """Spark SQL DDL of a Delta type (its JSON form, parsed). Raises KeyError for a primitive type name it
+    does not know."""
     if isinstance(delta_type, str):
         m = _DECIMAL.match(delta_type)
         if m:
@@ -201,7 +204,7 @@ def plan_schema_change(
 ) -> SchemaChange:
     """How the replica with schema ``current`` gets the ``wanted`` one (:func:`delta_schema`).
     ``positional``: the source's files map columns by position (ORC, text, ACID), else by name
-    (Parquet). See the module docstring."""
+    (Parquet). See the module docstring. Raises as :func:`field_signatures`."""
     parts = set(partition_names)
     cur_all, new_all = field_signatures(current), field_signatures(wanted)
     if [f[0] for f in cur_all if f[0] in parts] != [f[0] for f in new_all if f[0] in parts]:
