@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -236,13 +237,12 @@ def quickstart(
     sys.exit(run(metastore_uri=metastore_uri, scale=scale, data_dir=data_dir))
 
 
-@main.command()
+@main.group(invoke_without_command=True)
 @click.option(
     "--config",
     "config_path",
-    required=True,
     type=click.Path(dir_okay=False, exists=True),
-    help="mesh.yaml with the proxy:, primary: and federated: sections.",
+    help="mesh.yaml with the proxy:, primary: and federated: sections (required).",
 )
 @click.option("--host", default=None, help="Address to listen on (overrides proxy.host).")
 @click.option(
@@ -257,14 +257,21 @@ def quickstart(
     default=None,
     help="Write the audit lines (one per call) to FILE instead of the log (overrides proxy.audit_log).",
 )
-def proxy(config_path: str, **opts: object) -> None:
+@click.pass_context
+def proxy(ctx: click.Context, config_path: str | None, **opts: object) -> None:
     """Serve many metastores as one catalog: a primary, federated metastores and remotes.
 
     Routes every Hive Metastore Thrift call by the database it names (PREFIXED or MANUAL
     resolution, as Waggle Dance), enforces each member's access control, merges listings across
     members with per-member deadlines, and sends transactions and locks to the metastore that owns
     the tables. SIGHUP, or saving the file, reloads the configuration without dropping clients.
+    With the command explain, prints where one call would go instead of serving.
     """
+    if ctx.invoked_subcommand is not None:
+        ctx.obj = {"config_path": config_path}  # the default of the command's own --config
+        return
+    if config_path is None:
+        raise click.UsageError("Missing option '--config'.", ctx)
     from hivemesh.federation.config import load_federation_config
 
     try:
@@ -276,6 +283,52 @@ def proxy(config_path: str, **opts: object) -> None:
     from hivemesh.federation.service import run_forever
 
     sys.exit(run_forever(config_path, **opts))
+
+
+@proxy.command(short_help="Where the proxy sends one call (contacts no metastore).")
+@click.argument("method")
+@click.argument("names", nargs=-1, metavar="[DATABASE [TABLE]]")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, exists=True),
+    help="mesh.yaml the proxy serves (default: the --config given to proxy).",
+)
+@click.pass_context
+def explain(ctx: click.Context, method: str, names: tuple[str, ...], config_path: str | None) -> None:
+    """Print where the proxy sends METHOD naming DATABASE (and TABLE), without contacting anything.
+
+    Shows the method's row of the routing table (its strategy, whether it writes, the arguments
+    holding database names), the member(s) that would get the call, the names as sent to them
+    (prefix stripped, alias resolved), and whether the proxy would refuse it (access control,
+    mapped databases). Remote links in the proxy's store are not consulted.
+    Exit codes: 0 explained, 2 unknown method, bad arguments or configuration.
+    """
+    from hivemesh.federation.explain import explain as explain_call
+    from hivemesh.federation.explain import render
+
+    config_path = config_path or (ctx.obj or {}).get("config_path")
+    if config_path is None:
+        raise click.UsageError("Missing option '--config'.", ctx)
+    if len(names) > 2:
+        _fail(f"explain takes DATABASE [TABLE], got {len(names)} names")
+    from hivemesh.federation.config import load_federation_config
+
+    try:
+        cfg = load_federation_config(config_path)
+        exp = explain_call(cfg, method, *names)
+    except (ConfigError, ValueError) as e:
+        _fail(str(e))
+    from rich.console import Console
+
+    render(exp, Console(highlight=False, soft_wrap=True))
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    """Print ``error: message`` on one line to stderr and exit with ``code``."""
+    one_line = "; ".join(line.strip() for line in message.splitlines() if line.strip())
+    click.echo(f"error: {one_line}", err=True)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

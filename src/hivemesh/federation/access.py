@@ -11,17 +11,8 @@ from hive_metastore.ttypes import LockType, MetaException
 
 from hivemesh.errors import HivemeshError
 from hivemesh.federation.config import AccessControl
+from hivemesh.federation.routes import ROUTES
 
-# calls that never change metadata although their names do not start with get_/list_/...
-_NEUTRAL = frozenset(
-    {
-        "set_ugi", "getStatus", "getName", "getVersion", "getStatusDetails", "aliveSince", "getCounters",
-        "get_config_value", "open_txns", "commit_txn", "abort_txn", "abort_txns", "heartbeat",
-        "heartbeat_txn_range", "check_lock", "unlock", "show_locks", "get_open_txns", "get_open_txns_info",
-        "get_valid_write_ids", "flushCache", "lock", "isPartitionMarkedForEvent",
-        "get_current_notificationEventId", "get_next_notification", "get_notification_events_count",
-    }
-)  # fmt: skip
 _READ_PREFIXES = ("get_", "list_", "show_", "check_", "fetch_", "find_", "partition_name_")
 _CREATE = frozenset({"create_database", "create_catalog"})
 _WRITE_LOCKS = frozenset({LockType.SHARED_WRITE, LockType.EXCL_WRITE, LockType.EXCLUSIVE})
@@ -34,8 +25,12 @@ def is_read(method: str) -> bool:
 
 
 def is_write(method: str) -> bool:
-    """True for calls that change metadata (refused on read-only members)."""
-    return method not in _NEUTRAL and not method.startswith(_READ_PREFIXES)
+    """True for calls that change metadata (refused on read-only members): the ``writes`` column
+    of :data:`~hivemesh.federation.routes.ROUTES`; a name that is no HMS method, by its prefix."""
+    route = ROUTES.get(method)
+    if route is not None:
+        return route.writes
+    return not method.startswith(_READ_PREFIXES)
 
 
 class AccessDeniedError(HivemeshError):

@@ -100,6 +100,23 @@ def glue_catalog(cfg: GlueConfig, name: str = "glue") -> DirectCatalog:
     )
 
 
+def member_names(cfg: MemberConfig, role: str, settings: ProxySettings) -> NameMap:
+    """How the names of member ``cfg`` (``role``: "primary" or "federated") look to clients: its
+    prefix (PREFIXED resolution, federated members only), aliases and mapped databases and tables."""
+    prefixed = settings.database_resolution is DatabaseResolution.PREFIXED
+    return NameMap(
+        prefix=(cfg.database_prefix or "") if (prefixed and role != "primary") else "",
+        aliases=cfg.database_name_mapping,
+        mapped_databases=cfg.mapped_databases,
+        mapped_tables=cfg.mapped_tables,
+    )
+
+
+def member_access(cfg: MemberConfig) -> AccessRules:
+    """What clients may do on member ``cfg`` (its access_control and writable databases)."""
+    return AccessRules(cfg.name, cfg.access_control, cfg.writable_database_white_list)
+
+
 def build_member(cfg: MemberConfig, role: str, settings: ProxySettings, indexes: MemberIndexes) -> Member:
     """A configured member (``role``: "primary" or "federated"), numbered by ``indexes``. Raises
     what opening an embedded store raises; remote connectors connect lazily."""
@@ -122,20 +139,12 @@ def build_member(cfg: MemberConfig, role: str, settings: ProxySettings, indexes:
         connector = thrift_catalog(cfg.uris, cfg.ssh_tunnel, **opts)
         if cfg.read_only_uris:
             read_connector = thrift_catalog(cfg.read_only_uris, cfg.ssh_tunnel, **opts)
-    prefixed = settings.database_resolution is DatabaseResolution.PREFIXED
-    names = NameMap(
-        prefix=(cfg.database_prefix or "") if (prefixed and role != "primary") else "",
-        aliases=cfg.database_name_mapping,
-        mapped_databases=cfg.mapped_databases,
-        mapped_tables=cfg.mapped_tables,
-    )
-    access = AccessRules(cfg.name, cfg.access_control, cfg.writable_database_white_list)
     return Member(
         cfg.name,
         role,
         connector,
-        names,
-        access,
+        member_names(cfg, role, settings),
+        member_access(cfg),
         index=indexes.of(cfg.name, primary=role == "primary"),
         read_connector=read_connector,
         deadline_extra_s=extra_s,

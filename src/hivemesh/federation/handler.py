@@ -2,19 +2,21 @@
 
 :class:`Federation` is the catalog object the proxy serves with
 :class:`hivemesh.thrift.processor.HMSProcessor`. It answers every method of the HMS interface
-(:data:`hivemesh.hive.hms_methods.METHODS`), bound at construction from four parts:
+(:data:`hivemesh.hive.hms_methods.METHODS`) as its row of the routing table
+(:data:`hivemesh.federation.routes.ROUTES`) says, by one of four parts:
 
-- transactions and locks (:class:`~hivemesh.federation.txns.TxnRouter`), sent to the metastores of
-  the tables involved;
-- the merged calls (:class:`~hivemesh.federation.merged.MergedCalls`: databases, table meta,
-  functions, ``set_ugi``), run on every member in parallel with a per-member deadline;
-- the creation and removal of remotes (:class:`~hivemesh.federation.remotes.calls.LinkCalls`);
-- every other method, routed generically by :meth:`Federation.route`: the databases its arguments
-  name (:mod:`hivemesh.federation.rewrite` finds them) pick the member (see
+- transactions and locks (PER_OWNER: :class:`~hivemesh.federation.txns.TxnRouter`), sent to the
+  metastores of the tables involved;
+- the merged calls (MERGED: :class:`~hivemesh.federation.merged.MergedCalls`: databases, table
+  meta, functions, ``set_ugi``), run on every member in parallel with a per-member deadline;
+- the creation and removal of remotes (REMOTE_LINK:
+  :class:`~hivemesh.federation.remotes.calls.LinkCalls`);
+- every other method (BY_DATABASE), routed generically by :meth:`Federation.route`: the databases
+  its arguments name (:mod:`hivemesh.federation.rewrite` finds them) pick the member (see
   :meth:`~hivemesh.federation.routing.MemberCalls.resolve`), access control runs, names are
   rewritten to the member's, the call is sent, and names in the result are rewritten back. Calls
-  that name no database go to the primary. Reads among them whose reply needs no change are
-  relayed as bytes (:mod:`hivemesh.federation.relay`).
+  that name no database (PRIMARY) go to the primary. Reads among them whose reply needs no change
+  are relayed as bytes (:mod:`hivemesh.federation.relay`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ from hivemesh.federation.relay import Relay, relayable
 from hivemesh.federation.remotes.calls import LinkCalls, decorate
 from hivemesh.federation.remotes.registry import LinkRegistry
 from hivemesh.federation.rewrite import Collector, method_plan, rename_args, rename_value, split_catalog
+from hivemesh.federation.routes import (
+    BY_DATABASE,
+    MERGED,
+    PER_OWNER,
+    PRIMARY,
+    REMOTE_LINK,
+    ROUTES,
+    methods_of,
+)
 from hivemesh.federation.routing import (
     TABLE_LIST_METHODS,
     MemberCalls,
@@ -44,7 +55,6 @@ from hivemesh.federation.routing import (
     current,
 )
 from hivemesh.federation.txns import TxnRouter
-from hivemesh.hive.hms_methods import METHODS
 from hivemesh.hive.names import matches_pattern
 
 log = logging.getLogger(__name__)
@@ -70,23 +80,28 @@ class Federation(MemberCalls):
         self.merged_calls = MergedCalls(self)
         self.link_calls = LinkCalls(self, links, self.route)
         self.relay = Relay(self)
-        parts = (self.txns, self.merged_calls, self.link_calls)
-        routed = METHODS.difference(*(p.HMS_METHODS for p in parts))
-        self.relay_methods = relayable(routed)
-        for part in parts:
-            for name in part.HMS_METHODS:
-                setattr(self, name, getattr(part, name))
-        for name in routed:
-            setattr(self, name, self._routed(name))
+        self.relay_methods = relayable(methods_of(BY_DATABASE) | methods_of(PRIMARY))
 
-    def _routed(self, name: str) -> Callable[..., Any]:
-        """HMS method ``name`` answered by :meth:`route`."""
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """HMS method ``name``, answered as its row of :data:`~hivemesh.federation.routes.ROUTES`
+        says: PER_OWNER by :attr:`txns`, MERGED by :attr:`merged_calls`, REMOTE_LINK by
+        :attr:`link_calls`, BY_DATABASE and PRIMARY by :meth:`route`. AttributeError for a name
+        that is no HMS method. (Looked up once per method by the Thrift processor.)"""
+        row = ROUTES.get(name)
+        if row is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        if row.strategy is PER_OWNER:
+            return getattr(self.txns, name)
+        if row.strategy is MERGED:
+            return getattr(self.merged_calls, name)
+        if row.strategy is REMOTE_LINK:
+            return getattr(self.link_calls, name)
 
         def method(*args: Any) -> Any:
             return self.route(name, args)
 
         method.__name__ = name
-        method.__doc__ = f"HMS ``{name}``, routed by the databases its arguments name."
+        method.__doc__ = f"HMS ``{name}``: {row.strategy} (see :meth:`Federation.route`)."
         return method
 
     def close(self) -> None:
@@ -98,7 +113,7 @@ class Federation(MemberCalls):
         """Route one call by the databases its arguments name (see the module doc)."""
         plan = method_plan(method)
         argv = list(args)
-        if not plan.names_databases:
+        if ROUTES[method].strategy is PRIMARY:
             return self.call_member(self.registry.primary, method, argv)
         col = Collector()
         rename_args(plan, argv, col)

@@ -19,6 +19,7 @@ from typing import Any
 from hive_metastore.ttypes import GetAllFunctionsResponse
 
 from hivemesh.federation.members import Member, Session, unavailable
+from hivemesh.federation.routes import MERGED, methods_of
 from hivemesh.federation.routing import MemberCalls, current
 from hivemesh.hive.names import matches_pattern
 from hivemesh.thrift.server import connection
@@ -29,9 +30,7 @@ log = logging.getLogger(__name__)
 class MergedCalls:
     """The merged calls of the proxy (:data:`HMS_METHODS`), over the members of ``fed``."""
 
-    HMS_METHODS = frozenset(
-        {"get_all_databases", "get_databases", "get_table_meta", "get_all_functions", "set_ugi"}
-    )
+    HMS_METHODS = methods_of(MERGED)
 
     def __init__(self, fed: MemberCalls):
         self.fed = fed

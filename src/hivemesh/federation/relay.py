@@ -20,6 +20,7 @@ from hivemesh.federation.access import is_read
 from hivemesh.federation.compat import FALLBACKS
 from hivemesh.federation.members import Member, MemberUnavailableError
 from hivemesh.federation.rewrite import Collector, method_plan, rename_args, split_catalog
+from hivemesh.federation.routes import PRIMARY, ROUTES
 from hivemesh.federation.routing import TABLE_LIST_METHODS, MemberCalls, current
 from hivemesh.hive.hms_methods import positional_args, result_field_class
 
@@ -42,7 +43,7 @@ class Relay:
         (for metrics and the audit log)."""
         fed = self.fed
         member = fed.registry.primary
-        if method_plan(method).names_databases:
+        if ROUTES[method].strategy is not PRIMARY:
             target = self._plain_target(method, args)
             if target is None:
                 return False

@@ -36,6 +36,7 @@ from hive_metastore.ttypes import (
 
 from hivemesh.federation.access import AccessDeniedError, denied
 from hivemesh.federation.members import Member, MemberIndexes
+from hivemesh.federation.routes import PER_OWNER, methods_of
 from hivemesh.federation.routing import MemberCalls
 from hivemesh.hive.txn_lists import ValidTxnList
 from hivemesh.thrift.server import connection
@@ -51,13 +52,7 @@ class TxnRouter:
     """The txn and lock calls of the proxy (:data:`HMS_METHODS`), sent through ``fed`` to the
     members involved; ``indexes`` numbers the members in lock ids."""
 
-    HMS_METHODS = frozenset(
-        {
-            "open_txns", "commit_txn", "abort_txn", "abort_txns", "heartbeat", "heartbeat_txn_range",
-            "allocate_table_write_ids", "get_valid_write_ids", "lock", "check_lock", "unlock",
-            "add_dynamic_partitions",
-        }
-    )  # fmt: skip
+    HMS_METHODS = methods_of(PER_OWNER)
 
     def __init__(self, fed: MemberCalls, indexes: MemberIndexes):
         self.fed = fed

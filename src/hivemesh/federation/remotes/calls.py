@@ -23,6 +23,7 @@ from hive_metastore.ttypes import (
 from hivemesh.federation.members import Member
 from hivemesh.federation.remotes.registry import LinkRegistry
 from hivemesh.federation.rewrite import split_catalog
+from hivemesh.federation.routes import REMOTE_LINK, methods_of
 from hivemesh.hive.constants import EXTERNAL_TABLE, MANAGED_TABLE
 from hivemesh.thrift.server import connection
 
@@ -43,13 +44,7 @@ class LinkCalls:
     """The calls of :data:`HMS_METHODS`: links of ``links`` are created and dropped here, every
     other object through ``route(method, args)``; ``fed`` resolves databases and calls members."""
 
-    HMS_METHODS = frozenset(
-        {
-            "create_database", "drop_database", "drop_database_req", "create_table",
-            "create_table_with_environment_context", "create_table_req", "create_table_with_constraints",
-            "drop_table", "drop_table_with_environment_context",
-        }
-    )  # fmt: skip
+    HMS_METHODS = methods_of(REMOTE_LINK)
 
     def __init__(self, fed: Calls, links: LinkRegistry | None, route: Callable[[str, Sequence[Any]], Any]):
         self.fed = fed
