@@ -160,7 +160,8 @@ class StepResult:
 
 
 def _transactional(table: Table) -> bool:
-    return (table.parameters or {}).get("transactional", "").lower() == "true"
+    flag: str = (table.parameters or {}).get("transactional", "")
+    return flag.lower() == "true"
 
 
 def is_view(table: Table) -> bool:

@@ -195,12 +195,13 @@ class ObjectState:
 @dataclass(frozen=True)
 class FileRecord:
     """A file-ledger entry: the target file ``path`` was copied with ``size`` bytes and MD5
-    ``checksum`` from a source file last modified at ``source_mtime_ns``."""
+    ``checksum`` (None when the copy computed none: a streaming file's closed copy) from a source
+    file last modified at ``source_mtime_ns``."""
 
     path: str
     size: int
     source_mtime_ns: int | None
-    checksum: str
+    checksum: str | None
 
 
 class ReplicationStore(SqlStore):

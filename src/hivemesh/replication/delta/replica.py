@@ -209,7 +209,8 @@ class DeltaReplica:
 
     def applied_version(self, app_id: str) -> int | None:
         """The last ``txn`` version Delta recorded for ``app_id`` (None: never). Raises as :meth:`table`."""
-        return self.table().transaction_version(app_id)
+        version: int | None = self.table().transaction_version(app_id)
+        return version
 
     def delete(self) -> None:
         """Delete the replica's directory (log and data). A missing directory is not an error; raises
@@ -384,7 +385,8 @@ class DeltaReplica:
 
     def column_mapping(self) -> bool:
         """Whether the replica uses Delta column mapping. Raises as :meth:`table`."""
-        return (self.table().metadata().configuration or {}).get(COLUMN_MAPPING, "none") != "none"
+        mode: str = (self.table().metadata().configuration or {}).get(COLUMN_MAPPING, "none")
+        return mode != "none"
 
     def _annotate(self, wanted: pa.Schema, current: pa.Schema) -> Any:
         """``wanted`` as a delta-rs schema with the column-mapping annotations a column-mapped

@@ -585,11 +585,13 @@ class DeltaPolicyRunner:
                     diffs.append(Difference("missing", "table", full, f"no Delta table at {replica.uri}"))
                     continue
                 parts = {c.name.lower() for c in table.partitionKeys or []}
-                got, want = field_signatures(replica.schema()), field_signatures(wanted)
+                got_fields, want_fields = field_signatures(replica.schema()), field_signatures(wanted)
                 # data columns in order; partition columns wherever Delta put them
-                got = [g[:2] for g in got if g[0] not in parts] + sorted(g[:2] for g in got if g[0] in parts)
-                want = [w[:2] for w in want if w[0] not in parts] + sorted(
-                    w[:2] for w in want if w[0] in parts
+                got = [g[:2] for g in got_fields if g[0] not in parts] + sorted(
+                    g[:2] for g in got_fields if g[0] in parts
+                )
+                want = [w[:2] for w in want_fields if w[0] not in parts] + sorted(
+                    w[:2] for w in want_fields if w[0] in parts
                 )
                 if got != want:
                     diffs.append(
