@@ -437,6 +437,14 @@ def test_hung_member_never_stalls_merged_calls(zones: dict[str, HivemeshProcess]
         assert proc.proc is not None
         os.kill(proc.proc.pid, signal.SIGSTOP)
         try:
+            # kill() returns before a busy process is stopped (each of its threads stops when it
+            # next runs): wait until every thread is (state T), or a thread still running answers
+            tasks = Path(f"/proc/{proc.proc.pid}/task")
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and any(
+                (t / "stat").read_text().rsplit(")", 1)[1].split()[0] != "T" for t in tasks.iterdir()
+            ):
+                time.sleep(0.01)
             t0 = time.monotonic()
             dbs = c.get_all_databases()
             took = time.monotonic() - t0
