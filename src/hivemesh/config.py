@@ -37,21 +37,25 @@ class ServerSecurity(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tls_cert: str | None = Field(
-        None,
+        default=None,
         description="hive.metastore.use.SSL: PEM certificate chain; when set, the Thrift port and "
         "the metrics port speak TLS only",
     )
-    tls_key: str | None = Field(None, description="PEM private key of tls_cert (unset: tls_cert holds it)")
+    tls_key: str | None = Field(
+        default=None, description="PEM private key of tls_cert (unset: tls_cert holds it)"
+    )
     tls_client_ca: str | None = Field(
-        None, description="PEM CA bundle: when set, clients must present a certificate it signed (mutual TLS)"
+        default=None,
+        description="PEM CA bundle: when set, clients must present a certificate it signed (mutual TLS)",
     )
     kerberos_principal: str | None = Field(
-        None,
+        default=None,
         description="hive.metastore.kerberos.principal, e.g. hive/_HOST@EXAMPLE.COM (_HOST: this "
         "host's name): when set, clients must authenticate with Kerberos (hive.metastore.sasl.enabled)",
     )
     kerberos_keytab: str | None = Field(
-        None, description="hive.metastore.kerberos.keytab.file: the keytab holding kerberos_principal's keys"
+        default=None,
+        description="hive.metastore.kerberos.keytab.file: the keytab holding kerberos_principal's keys",
     )
 
     @model_validator(mode="after")

@@ -240,34 +240,44 @@ class ProxySettings(ServerSecurity):
 
     model_config = ConfigDict(extra="forbid")
 
-    host: str = Field("127.0.0.1", description="address to listen on")
-    port: int = Field(9083, ge=0, le=65535, description="Thrift port (0 = any free port)")
+    host: str = Field(default="127.0.0.1", description="address to listen on")
+    port: int = Field(default=9083, ge=0, le=65535, description="Thrift port (0 = any free port)")
     database_resolution: DatabaseResolution = DatabaseResolution.PREFIXED
-    metrics_port: int | None = Field(None, ge=0, le=65535, description="HTTP port of /metrics and /health")
+    metrics_port: int | None = Field(
+        default=None, ge=0, le=65535, description="HTTP port of /metrics and /health"
+    )
     store: str = Field(
-        f"sqlite:///{DEFAULT_DATA_DIR / 'proxy.db'}",
+        default=f"sqlite:///{DEFAULT_DATA_DIR / 'proxy.db'}",
         description="SQLAlchemy URL of the proxy's own store (remotes)",
     )
-    status_polling_delay_ms: int = Field(5000, ge=100, description="health poll interval of members, ms")
+    status_polling_delay_ms: int = Field(
+        default=5000, ge=100, description="health poll interval of members, ms"
+    )
     databases_timeout_ms: int = Field(
-        8000, ge=1, description="per-member deadline of get_all_databases/get_databases"
+        default=8000, ge=1, description="per-member deadline of get_all_databases/get_databases"
     )
-    table_meta_timeout_ms: int = Field(400, ge=1, description="per-member deadline of get_table_meta")
-    functions_timeout_ms: int = Field(1000, ge=1, description="per-member deadline of get_all_functions")
+    table_meta_timeout_ms: int = Field(default=400, ge=1, description="per-member deadline of get_table_meta")
+    functions_timeout_ms: int = Field(
+        default=1000, ge=1, description="per-member deadline of get_all_functions"
+    )
     remote_refresh_ms: int = Field(
-        5000, ge=100, description="how often remotes are re-read from the store, ms"
+        default=5000, ge=100, description="how often remotes are re-read from the store, ms"
     )
-    reload_on_change: bool = Field(True, description="reload the config file when it changes (and on SIGHUP)")
+    reload_on_change: bool = Field(
+        default=True, description="reload the config file when it changes (and on SIGHUP)"
+    )
     audit_log: bool | str = Field(
-        True,
+        default=True,
         description="one log line per call (user, peer, method, member, ms, result): true = in the "
         "normal log, false = none, a file path = to that file only (at INFO whatever log_level is)",
     )
     log_level: LogLevel = "INFO"
-    log_format: LogFormat = Field("text", description="log lines: text, or json (one object per line)")
+    log_format: LogFormat = Field(
+        default="text", description="log lines: text, or json (one object per line)"
+    )
     framed: bool = False
     compact: bool = False
-    max_message_mb: int = Field(100, ge=1, le=2048)
+    max_message_mb: int = Field(default=100, ge=1, le=2048)
 
     @property
     def kerberos_principal_name(self) -> str | None:

@@ -4,6 +4,7 @@ hivemesh, AWS Glue), the name rules and the access rules."""
 from __future__ import annotations
 
 import ssl
+from typing import TypedDict
 
 from hivemesh.federation.access import AccessRules
 from hivemesh.federation.config import (
@@ -21,6 +22,17 @@ from hivemesh.federation.members import Member, MemberIndexes
 from hivemesh.federation.naming import NameMap
 from hivemesh.kerberos import KerberosInitiator
 from hivemesh.tls import client_context
+
+
+class _ThriftOptions(TypedDict):
+    """The keyword arguments of :func:`thrift_catalog` that :func:`build_member` passes."""
+
+    connect_timeout_s: float
+    call_timeout_s: float
+    framed: bool
+    compact: bool
+    tls: ssl.SSLContext | None
+    kerberos: KerberosInitiator | None
 
 
 def thrift_catalog(
@@ -128,7 +140,7 @@ def build_member(cfg: MemberConfig, role: str, settings: ProxySettings, indexes:
     elif cfg.glue_config is not None:
         connector = glue_catalog(cfg.glue_config, cfg.name)
     else:
-        opts = dict(
+        opts: _ThriftOptions = dict(
             connect_timeout_s=cfg.connect_timeout_ms / 1000 + extra_s,
             call_timeout_s=cfg.call_timeout_ms / 1000 + extra_s,
             framed=cfg.framed,

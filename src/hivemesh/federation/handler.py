@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from hive_metastore.ttypes import MetaException, NoSuchObjectException
 from thrift.Thrift import TApplicationException
@@ -91,11 +91,11 @@ class Federation(MemberCalls):
         if row is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         if row.strategy is PER_OWNER:
-            return getattr(self.txns, name)
+            return cast(Callable[..., Any], getattr(self.txns, name))
         if row.strategy is MERGED:
-            return getattr(self.merged_calls, name)
+            return cast(Callable[..., Any], getattr(self.merged_calls, name))
         if row.strategy is REMOTE_LINK:
-            return getattr(self.link_calls, name)
+            return cast(Callable[..., Any], getattr(self.link_calls, name))
 
         def method(*args: Any) -> Any:
             return self.route(name, args)

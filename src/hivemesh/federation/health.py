@@ -60,13 +60,13 @@ class HealthPoller:
             except Exception as e:
                 m.mark_down(e)
                 if m.remote_spec is not None:  # remotes share connectors: mark the others too
-                    for other in self.fed.links.members(tables=True):
+                    for other in self.fed.links.members(tables=True) if self.fed.links is not None else ():
                         if other.connector is m.connector:
                             other.mark_down(e)
                 continue
             m.mark_up()
             if m.remote_spec is not None:
-                for other in self.fed.links.members(tables=True):
+                for other in self.fed.links.members(tables=True) if self.fed.links is not None else ():
                     if other.connector is m.connector:
                         other.mark_up()
                 continue

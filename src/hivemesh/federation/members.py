@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from hive_metastore.ttypes import MetaException
 
@@ -24,6 +24,9 @@ from hivemesh.federation.connectors.base import Connection, Connector
 from hivemesh.federation.naming import NameMap
 
 log = logging.getLogger(__name__)
+
+_CONNECT_ERRORS: tuple[type[BaseException], ...] = (*TRANSPORT_ERRORS, ConnectionError)
+"""Errors of opening a connection to a member: it is down."""
 
 
 class MemberUnavailableError(HivemeshError):
@@ -207,7 +210,7 @@ class Member:
     def relay(self, session: Session, method: str, args: Any, timeout_s: float | None = None) -> bytes:
         """Send one call and return its reply message undecoded (see :meth:`Connection.relay`).
         Errors as :meth:`call`."""
-        return self.call(session, method, args, timeout_s, relay=True)
+        return cast(bytes, self.call(session, method, args, timeout_s, relay=True))
 
     def call(
         self,
@@ -258,7 +261,7 @@ class Member:
     def _connect(self, connector: Connector, session: Session) -> Connection:
         try:
             conn = connector.connect()
-        except (*TRANSPORT_ERRORS, ConnectionError) as e:
+        except _CONNECT_ERRORS as e:
             self.mark_down(e)
             raise MemberUnavailableError(
                 f"hivemesh proxy: cannot connect to {self.describe()}: {type(e).__name__}: {e}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
+from typing import overload
 
 
 def _compile(regexes: Iterable[str] | None) -> list[re.Pattern[str]] | None:
@@ -137,6 +138,12 @@ class LinkNameMap(NameMap):
 _QUALIFIER = re.compile(r"(?<![\w.`'\"])(`?)([A-Za-z_][A-Za-z0-9_]*)\1(\s*\.)")
 
 
+@overload
+def rewrite_view_text(text: str, rename: Callable[[str], str | None]) -> str: ...
+@overload
+def rewrite_view_text(text: None, rename: Callable[[str], str | None]) -> None: ...
+@overload
+def rewrite_view_text(text: str | None, rename: Callable[[str], str | None]) -> str | None: ...
 def rewrite_view_text(text: str | None, rename: Callable[[str], str | None]) -> str | None:
     """View SQL with each database qualifier ``db.`` / `` `db`. `` renamed by ``rename(db)``
     (None keeps it). Only names ``rename`` recognises change, so table aliases (``o.id``) and

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, overload
 
 from hive_metastore.ttypes import (
     AbortTxnRequest,
@@ -85,6 +85,12 @@ class TxnRouter:
     def _encode(member: Member, lockid: int) -> int:
         return lockid if member.index == 0 else (member.index << LOCK_SHIFT) | lockid
 
+    @overload
+    def member_txn(self, member: Member, txn: int) -> int: ...
+    @overload
+    def member_txn(self, member: Member, txn: None) -> None: ...
+    @overload
+    def member_txn(self, member: Member, txn: int | None) -> int | None: ...
     def member_txn(self, member: Member, txn: int | None) -> int | None:
         """The member's txn paired with proxy txn ``txn`` (opened on first use)."""
         if not txn or member.index == 0:
@@ -103,7 +109,7 @@ class TxnRouter:
             req = OpenTxnRequest(num_txns=1, user=user or "hivemesh", hostname=host or "hivemesh-proxy",
                                  agentInfo=f"hivemesh proxy txn {txn}", txn_type=txn_type)  # fmt: skip
             resp = self.fed.call_member(member, "open_txns", [req])
-            mt = resp.txn_ids[0]
+            mt: int = resp.txn_ids[0]
             with self._lock:
                 self._pairs.setdefault(txn, {})[member.name] = mt
                 self._open_locks.pop((txn, member.name), None)

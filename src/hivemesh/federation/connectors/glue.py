@@ -46,7 +46,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from hive_metastore.ttypes import (
     Database,
@@ -337,7 +337,7 @@ class GlueCatalog:
             kwargs["CatalogId"] = self.account_id
         method = re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower()
         try:
-            return getattr(self.client, method)(**kwargs)
+            return cast(dict[str, Any], getattr(self.client, method)(**kwargs))  # boto3: untyped JSON dicts
         except ClientError as e:
             err = e.response.get("Error") or {}
             code, message = err.get("Code") or "Unknown", err.get("Message") or str(e)
@@ -430,7 +430,7 @@ class GlueCatalog:
         """The Glue table dict; raises ``exc("db.t table not found")``."""
         db, tbl = self._db(db), (tbl or "").lower()
         try:
-            return self._call("GetTable", DatabaseName=db, Name=tbl)["Table"]
+            return cast(dict[str, Any], self._call("GetTable", DatabaseName=db, Name=tbl)["Table"])
         except _EntityNotFound as e:
             raise exc(f"{db}.{tbl} table not found") from e
 

@@ -39,7 +39,7 @@ class _Skip:
         pass
 
 
-class _Recorder(TTransport.TTransportBase, TTransport.CReadableTransport):
+class _Recorder(TTransport.TTransportBase, TTransport.CReadableTransport):  # type: ignore[misc]  # thrift ships no type hints
     """A readable transport over a socket that keeps every byte it received, so the C decoder can
     skip over one message in a single pass and the bytes it consumed can be relayed as they are."""
 

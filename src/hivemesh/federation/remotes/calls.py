@@ -11,7 +11,7 @@ configuration in their parameters, and a remote's managed tables are shown as ex
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from hive_metastore.ttypes import (
     AlreadyExistsException,
@@ -84,7 +84,8 @@ class LinkCalls:
                 f"hivemesh proxy: database {table.dbName} is a remote (read-only); create the table link elsewhere"
             )
         self.fed.call_member(owner, "get_database", [real])  # NoSuchObjectException if it is missing
-        if self.links.table(spec.local_db, spec.local_table) is not None:
+        # table_spec(db, table) parsed a table name, so its spec is a table link (local_table set)
+        if self.links.table(spec.local_db, cast(str, spec.local_table)) is not None:
             raise AlreadyExistsException(f"Table {table.dbName}.{table.tableName} already exists")
         try:
             self.fed.call_member(owner, "get_table", [real, table.tableName])

@@ -190,7 +190,7 @@ class RemoteSpec:
         ``hivemesh.remote.database`` and, for tables, ``hivemesh.remote.table`` (``db.table``),
         defaults filled in, then the ``ssh.*`` / ``glue.*`` properties as given. Parsing these
         parameters again gives the same remote."""
-        out = {VIA: self.via}
+        out: dict[str, str] = {VIA: self.via}
         if self.uris:
             out[URIS] = ",".join(self.uris)
         out[DATABASE] = self.remote_db
