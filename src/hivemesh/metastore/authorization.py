@@ -79,6 +79,6 @@ class AuthorizationMixin:
             rolePrivileges={PUBLIC_ROLE: []} if user_name else None,
         )
 
-    def list_privileges(self, principal_name: str, principal_type: int, hiveObject: Any) -> list:  # noqa: N803
+    def list_privileges(self, principal_name: str, principal_type: int, hiveObject: Any) -> list[Any]:  # noqa: N803
         """Grants of a principal on an object: none."""
         return []

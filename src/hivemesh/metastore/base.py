@@ -39,7 +39,9 @@ MAX_NAME_LENGTH = 128  # DBS.NAME and the other identifier columns of Hive's sch
 
 def validate_name(name: str | None) -> bool:
     """Hive's MetaStoreUtils.validateName: ASCII letters, digits and underscore, at most 128 long."""
-    return bool(name) and len(name) <= MAX_NAME_LENGTH and bool(_NAME.match(name))
+    if not name:
+        return False
+    return len(name) <= MAX_NAME_LENGTH and bool(_NAME.match(name))
 
 
 @functools.cache
@@ -185,10 +187,10 @@ class CatalogBase:
     # ---- lookups
     def db_row(
         self, conn: sa.Connection, name: str | None, exc: type[Exception] = NoSuchObjectException
-    ) -> sa.Row:
+    ) -> sa.Row[Any]:
         """The DBS row of a database; raises ``exc`` ("There is no database named x") if missing."""
         cat, db = self.db_name(name)
-        row = conn.execute(sa.select(DBS).where(cat == DBS.c.CTLG_NAME, db == DBS.c.NAME)).first()
+        row = conn.execute(sa.select(DBS).where(DBS.c.CTLG_NAME == cat, DBS.c.NAME == db)).first()
         if row is None:
             self.db_row_missing(cat, db, exc)
         return row
@@ -209,7 +211,7 @@ class CatalogBase:
         tbl: str | None,
         exc: type[Exception] = NoSuchObjectException,
         for_update: bool = False,
-    ) -> sa.Row:
+    ) -> sa.Row[Any]:
         """The TBLS row (with DB_NAME, CTLG_NAME, DB_LOCATION_URI, DB_MANAGED_LOCATION_URI); raises
         ``exc`` if missing."""
         cat, dbn = self.db_name(db)
@@ -223,7 +225,7 @@ class CatalogBase:
                 DBS.c.DB_MANAGED_LOCATION_URI,
             )
             .select_from(TBLS.join(DBS, TBLS.c.DB_ID == DBS.c.DB_ID))
-            .where(cat == DBS.c.CTLG_NAME, dbn == DBS.c.NAME, tn == TBLS.c.TBL_NAME)
+            .where(DBS.c.CTLG_NAME == cat, DBS.c.NAME == dbn, TBLS.c.TBL_NAME == tn)
         )
         if for_update:
             q = q.with_for_update(of=TBLS)
@@ -250,19 +252,19 @@ class CatalogBase:
             """The table as ``get_table`` returns it, inside ``conn``'s transaction."""
             ...
 
-        def _drop_table_tx(self, tx: Tx, db: str, tbl: str, delete_data: bool) -> None:
+        def _drop_table_tx(self, tx: Tx, db: str | None, tbl: str, delete_data: bool) -> None:
             """Drop one table inside ``tx`` (with its DROP_TABLE event)."""
             ...
 
-        def get_table(self, dbname: str, tbl_name: str) -> Table:
+        def get_table(self, dbname: str | None, tbl_name: str) -> Table:
             """HMS get_table."""
             ...
 
-        def get_all_tables(self, db_name: str) -> list[str]:
+        def get_all_tables(self, db_name: str | None) -> list[str]:
             """HMS get_all_tables."""
             ...
 
-        def get_table_objects_by_name(self, dbname: str, tbl_names: list[str]) -> list[Table]:
+        def get_table_objects_by_name(self, dbname: str | None, tbl_names: list[str]) -> list[Table]:
             """HMS get_table_objects_by_name."""
             ...
 
@@ -275,17 +277,17 @@ class CatalogBase:
             """HMS get_partition."""
             ...
 
-        def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> list[Partition]:
+        def get_partitions(self, db_name: str | None, tbl_name: str, max_parts: int) -> list[Partition]:
             """HMS get_partitions."""
             ...
 
         def get_partitions_by_filter(
-            self, db_name: str, tbl_name: str, filter: str, max_parts: int
+            self, db_name: str | None, tbl_name: str, filter: str, max_parts: int
         ) -> list[Partition]:  # noqa: A002
             """HMS get_partitions_by_filter."""
             ...
 
-        def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
+        def get_partition_names(self, db_name: str | None, tbl_name: str, max_parts: int) -> list[str]:
             """HMS get_partition_names."""
             ...
 
@@ -294,7 +296,7 @@ class CatalogBase:
             """Create a database inside ``tx`` (with its event)."""
             ...
 
-        def _drop_database_tx(self, tx: Tx, name: str, delete_data: bool, cascade: bool) -> None:
+        def _drop_database_tx(self, tx: Tx, name: str | None, delete_data: bool, cascade: bool) -> None:
             """Drop a database inside ``tx`` (with its events)."""
             ...
 

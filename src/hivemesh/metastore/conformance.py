@@ -68,7 +68,8 @@ def meta_conf(key: str) -> str:
     a key that is not a metaConf setting.
     """
     name = _meta_key(key)
-    return connection().attrs.get("meta_conf", {}).get(name, META_CONF_DEFAULTS[name])
+    confs: dict[str, str] = connection().attrs.get("meta_conf", {})  # setMetaConf stores str values
+    return confs.get(name, META_CONF_DEFAULTS[name])
 
 
 class ConformanceMixin(CatalogBase):
@@ -186,7 +187,9 @@ class ConformanceMixin(CatalogBase):
         return out
 
     # ---------------------------------------------------------------- partition events
-    def _event_partition(self, conn: sa.Connection, db_name: str, tbl_name: str, part_vals: dict) -> tuple:
+    def _event_partition(
+        self, conn: sa.Connection, db_name: str, tbl_name: str, part_vals: dict[str, str]
+    ) -> tuple[str, str, str, str]:
         """(catalog, database, table, Hive's partition string) of a marked partition; raises
         UnknownTableException or InvalidPartitionException as Hive's ObjectStore does."""
         db = db_ref(db_name, None)
@@ -208,7 +211,13 @@ class ConformanceMixin(CatalogBase):
             values.append(spec[k])
         return row.CTLG_NAME, row.DB_NAME, row.TBL_NAME, ",".join(values)
 
-    def markPartitionForEvent(self, db_name: str, tbl_name: str, part_vals: dict, eventType: int) -> None:  # noqa: N802, N803
+    def markPartitionForEvent(  # noqa: N802
+        self,
+        db_name: str,
+        tbl_name: str,
+        part_vals: dict[str, str],
+        eventType: int,  # noqa: N803
+    ) -> None:
         """Record that the partition ``part_vals`` (``{key: value}``, every partition key) of a
         table had ``eventType`` (PartitionEventType.LOAD_DONE) now. The partition need not exist.
 
@@ -224,7 +233,13 @@ class ConformanceMixin(CatalogBase):
                 )
             )  # fmt: skip
 
-    def isPartitionMarkedForEvent(self, db_name: str, tbl_name: str, part_vals: dict, eventType: int) -> bool:  # noqa: N802, N803
+    def isPartitionMarkedForEvent(  # noqa: N802
+        self,
+        db_name: str,
+        tbl_name: str,
+        part_vals: dict[str, str],
+        eventType: int,  # noqa: N803
+    ) -> bool:
         """Whether :meth:`markPartitionForEvent` recorded ``eventType`` for this partition (marks
         never expire: Hive's ``hive.metastore.event.expiry.duration`` default 0). Raises as
         :meth:`markPartitionForEvent`."""

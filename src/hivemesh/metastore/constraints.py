@@ -109,7 +109,7 @@ def _row(
 class _Table:
     """A table constraints are added to: its ids, qualified names and columns (name -> type)."""
 
-    def __init__(self, row: sa.Row[Any], columns: dict[str, str]):
+    def __init__(self, row: sa.Row[*tuple[Any, ...]], columns: dict[str, str]):
         self.id: int = row.TBL_ID
         self.cat: str = row.CTLG_NAME
         self.db: str = row.DB_NAME
@@ -466,7 +466,7 @@ class ConstraintMixin(CatalogBase):
     @staticmethod
     def _constraints_of(
         conn: sa.Connection, cat: str, db: str | None, tbl: str | None, kind: int
-    ) -> list[sa.Row[Any]]:
+    ) -> Sequence[sa.Row[Any]]:
         """The rows of ``kind`` on one table, by constraint name and position."""
         return conn.execute(
             sa.select(KEY_CONSTRAINTS)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -46,7 +46,7 @@ class DatabaseMixin(CatalogBase):
         """``<warehouse>/<name>.db``; the warehouse root itself for ``default`` (as Hive)."""
         return self.warehouse if name == DEFAULT_DB else storage.join_location(self.warehouse, f"{name}.db")
 
-    def _to_database(self, conn: sa.Connection, row: sa.Row) -> Database:
+    def _to_database(self, conn: sa.Connection, row: sa.Row[Any]) -> Database:
         """A Database from its DBS ``row``, its parameters read on ``conn``."""
         params = {
             k: v or ""
@@ -105,22 +105,25 @@ class DatabaseMixin(CatalogBase):
             location = storage.join_location(catalog.LOCATION_URI, f"{name}.db")
         managed = self.checked_location(database.managedLocationUri) if database.managedLocationUri else None
         exists = tx.conn.execute(
-            sa.select(DBS.c.DB_ID).where(cat == DBS.c.CTLG_NAME, name == DBS.c.NAME)
+            sa.select(DBS.c.DB_ID).where(DBS.c.CTLG_NAME == cat, DBS.c.NAME == name)
         ).first()
         if exists:
             raise self.already_exists(f"Database {name} already exists")
-        db_id = tx.conn.execute(
-            DBS.insert().values(
-                NAME=name,
-                CTLG_NAME=cat,
-                DESC=database.description,
-                DB_LOCATION_URI=location,
-                DB_MANAGED_LOCATION_URI=managed,
-                OWNER_NAME=database.ownerName if database.ownerName is not None else calling_user(),
-                OWNER_TYPE=database.ownerType if database.ownerType is not None else PrincipalType.USER,
-                CREATE_TIME=database.createTime or now_s(),
-            )
-        ).inserted_primary_key[0]
+        db_id = cast(  # one row inserted: inserted_primary_key is set
+            "sa.Row[Any]",
+            tx.conn.execute(
+                DBS.insert().values(
+                    NAME=name,
+                    CTLG_NAME=cat,
+                    DESC=database.description,
+                    DB_LOCATION_URI=location,
+                    DB_MANAGED_LOCATION_URI=managed,
+                    OWNER_NAME=database.ownerName if database.ownerName is not None else calling_user(),
+                    OWNER_TYPE=database.ownerType if database.ownerType is not None else PrincipalType.USER,
+                    CREATE_TIME=database.createTime or now_s(),
+                )
+            ).inserted_primary_key,
+        )[0]
         if database.parameters:
             tx.conn.execute(
                 DATABASE_PARAMS.insert(),
@@ -131,10 +134,10 @@ class DatabaseMixin(CatalogBase):
         tx.after_commit.append(lambda: storage.make_dirs(location))
 
     @staticmethod
-    def _db_by_id(conn: sa.Connection, db_id: int) -> sa.Row:
+    def _db_by_id(conn: sa.Connection, db_id: int) -> sa.Row[Any]:
         return conn.execute(sa.select(DBS).where(DBS.c.DB_ID == db_id)).one()
 
-    def get_database(self, name: str) -> Database:
+    def get_database(self, name: str | None) -> Database:
         """Raises NoSuchObjectException ("There is no database named x")."""
         cat, db = self.db_name(name)
         with self.read_statement() as conn:  # the row and its parameters in one statement
@@ -163,7 +166,7 @@ class DatabaseMixin(CatalogBase):
             return []
         with self.read_statement() as conn:
             names = conn.execute(
-                sa.select(DBS.c.NAME).where(cat == DBS.c.CTLG_NAME).order_by(DBS.c.NAME)
+                sa.select(DBS.c.NAME).where(DBS.c.CTLG_NAME == cat).order_by(DBS.c.NAME)
             ).scalars()
             return [n for n in names if matches_pattern(n, pat)]
 
@@ -202,7 +205,7 @@ class DatabaseMixin(CatalogBase):
                 catalog=row.CTLG_NAME,
             )
 
-    def drop_database(self, name: str, deleteData: bool, cascade: bool) -> None:  # noqa: N803 - Thrift names
+    def drop_database(self, name: str | None, deleteData: bool, cascade: bool) -> None:  # noqa: N803 - Thrift names
         """Drop a database; with ``cascade`` its tables and functions too.
 
         Events, in Hive's order (HMSHandler.drop_database_core): DROP_FUNCTION per function,
@@ -213,7 +216,7 @@ class DatabaseMixin(CatalogBase):
         with self.write() as tx:
             self._drop_database_tx(tx, name, deleteData, cascade)
 
-    def _drop_database_tx(self, tx: Tx, name: str, delete_data: bool, cascade: bool) -> None:
+    def _drop_database_tx(self, tx: Tx, name: str | None, delete_data: bool, cascade: bool) -> None:
         """Drop a database inside ``tx``; errors as :meth:`drop_database`."""
         cat, db = self.db_name(name)
         if db == DEFAULT_DB and cat == "hive":

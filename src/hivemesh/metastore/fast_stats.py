@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from hivemesh import storage
 from hivemesh.hive.constants import (
@@ -85,7 +86,7 @@ def update_fast(
         params.pop(COLUMN_STATS_ACCURATE, None)
 
 
-def _load_state(params: Mapping[str, str]) -> dict:
+def _load_state(params: Mapping[str, str]) -> dict[str, Any]:
     try:
         state = json.loads(params.get(COLUMN_STATS_ACCURATE) or "{}")
     except ValueError:
@@ -93,7 +94,7 @@ def _load_state(params: Mapping[str, str]) -> dict:
     return state if isinstance(state, dict) else {}
 
 
-def _store_state(params: dict[str, str], state: dict) -> None:
+def _store_state(params: dict[str, str], state: dict[str, Any]) -> None:
     params[COLUMN_STATS_ACCURATE] = json.dumps({k: state[k] for k in sorted(state)}, separators=(",", ":"))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any, cast
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -61,17 +62,20 @@ class FunctionMixin(CatalogBase):
         ]
 
     def _insert_function(self, conn: sa.Connection, db_id: int, func: Function) -> int:
-        fid = conn.execute(
-            FUNCS.insert().values(
-                DB_ID=db_id,
-                FUNC_NAME=func.functionName.lower(),
-                CLASS_NAME=func.className,
-                OWNER_NAME=func.ownerName,
-                OWNER_TYPE=func.ownerType,
-                CREATE_TIME=func.createTime or now_s(),
-                FUNC_TYPE=func.functionType or 1,
-            )
-        ).inserted_primary_key[0]
+        fid: int = cast(  # one row inserted: inserted_primary_key is set
+            "sa.Row[Any]",
+            conn.execute(
+                FUNCS.insert().values(
+                    DB_ID=db_id,
+                    FUNC_NAME=func.functionName.lower(),
+                    CLASS_NAME=func.className,
+                    OWNER_NAME=func.ownerName,
+                    OWNER_TYPE=func.ownerType,
+                    CREATE_TIME=func.createTime or now_s(),
+                    FUNC_TYPE=func.functionType or 1,
+                )
+            ).inserted_primary_key,
+        )[0]
         if func.resourceUris:
             conn.execute(
                 FUNC_RU.insert(),
@@ -98,7 +102,7 @@ class FunctionMixin(CatalogBase):
             ).first():
                 raise self.already_exists(f"Function {func.functionName} already exists")
             fid = self._insert_function(tx.conn, row.DB_ID, func)
-            created = self._load_functions(tx.conn, fid == FUNCS.c.FUNC_ID)[0]
+            created = self._load_functions(tx.conn, FUNCS.c.FUNC_ID == fid)[0]
             tx.event(
                 events.CREATE_FUNCTION,
                 events.create_function_message(created),
@@ -113,7 +117,7 @@ class FunctionMixin(CatalogBase):
             found = self._load_functions(
                 conn,
                 sa.and_(
-                    cat == DBS.c.CTLG_NAME, db == DBS.c.NAME, (funcName or "").lower() == FUNCS.c.FUNC_NAME
+                    DBS.c.CTLG_NAME == cat, DBS.c.NAME == db, FUNCS.c.FUNC_NAME == (funcName or "").lower()
                 ),
             )
         if not found:
@@ -127,7 +131,7 @@ class FunctionMixin(CatalogBase):
             q = (
                 sa.select(FUNCS.c.FUNC_NAME)
                 .select_from(FUNCS.join(DBS, FUNCS.c.DB_ID == DBS.c.DB_ID))
-                .where(cat == DBS.c.CTLG_NAME, db == DBS.c.NAME)
+                .where(DBS.c.CTLG_NAME == cat, DBS.c.NAME == db)
                 .order_by(FUNCS.c.FUNC_NAME)
             )
             return [n for n in conn.execute(q).scalars() if matches_pattern(n, pattern)]
@@ -146,7 +150,7 @@ class FunctionMixin(CatalogBase):
             row = self.db_row(tx.conn, dbName, exc=InvalidOperationException)
             fid = tx.conn.execute(
                 sa.select(FUNCS.c.FUNC_ID).where(
-                    FUNCS.c.DB_ID == row.DB_ID, funcName.lower() == FUNCS.c.FUNC_NAME
+                    FUNCS.c.DB_ID == row.DB_ID, FUNCS.c.FUNC_NAME == funcName.lower()
                 )
             ).scalar()
             if fid is None:
@@ -161,7 +165,7 @@ class FunctionMixin(CatalogBase):
             row = self.db_row(tx.conn, dbName)
             n = tx.conn.execute(
                 FUNCS.delete().where(
-                    FUNCS.c.DB_ID == row.DB_ID, (funcName or "").lower() == FUNCS.c.FUNC_NAME
+                    FUNCS.c.DB_ID == row.DB_ID, FUNCS.c.FUNC_NAME == (funcName or "").lower()
                 )
             ).rowcount
             if not n:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import cast
 
 import sqlalchemy as sa
 from fb303.ttypes import fb_status
@@ -151,7 +152,7 @@ class LocalMetastore(
 
     def getStatus(self) -> int:  # noqa: N802
         """fb303 status: ALIVE."""
-        return fb_status.ALIVE
+        return cast(int, fb_status.ALIVE)  # a generated Thrift enum constant
 
     def getStatusDetails(self) -> str:  # noqa: N802
         """Human-readable status."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from hivemesh.hive.constants import now_ms
 from hivemesh.metastore.handler import LocalMetastore
@@ -56,7 +57,7 @@ class Housekeeper:
 
     def _pass(self, done: dict[str, int]) -> dict[str, int]:
         h = self.handler
-        steps = (
+        steps: tuple[tuple[str, Callable[[], int]], ...] = (
             ("aborted_txns", lambda: len(h.abort_timed_out_txns(should_stop=self._stop.is_set))),
             ("expired_locks", self._expire_locks),
             ("purged_txns", lambda: h.purge_completed_txns(self.txn_retention_s * 1000)),

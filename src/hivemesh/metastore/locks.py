@@ -63,6 +63,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -151,7 +152,7 @@ class Component:
     state: str = WAITING
 
     @classmethod
-    def from_row(cls, row: sa.Row) -> Component:
+    def from_row(cls, row: sa.Row[Any]) -> Component:
         """A component from a HIVE_LOCKS row."""
         return cls(
             row.HL_LOCK_EXT_ID,

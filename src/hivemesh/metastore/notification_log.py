@@ -70,7 +70,7 @@ def append_events(conn: sa.Connection, events: Sequence[PendingEvent]) -> list[i
     return ids
 
 
-def to_event(row: sa.Row) -> NotificationEvent:
+def to_event(row: sa.Row[Any]) -> NotificationEvent:
     """A NOTIFICATION_LOG row as the Thrift NotificationEvent (eventTime in seconds)."""
     return NotificationEvent(
         eventId=row.EVENT_ID,

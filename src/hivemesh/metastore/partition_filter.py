@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from lark import Lark, Token, Transformer, UnexpectedInput, UnexpectedToken
@@ -216,7 +216,8 @@ class _Builder(Transformer[Token, Any]):
 
     def atom(self, items: list[Any]) -> Expr:
         r"""``( expr )`` -> the inner expression."""
-        return items[1]  # LPAR or_expr RPAR
+        inner: Expr = items[1]  # LPAR or_expr RPAR
+        return inner
 
     def key(self, items: list[Token]) -> str:
         r"""A partition key name, lower-cased (unless ``keep_case``); backquotes removed
@@ -283,7 +284,7 @@ class _Builder(Transformer[Token, Any]):
         for row in (p for p in parts if isinstance(p, tuple)):
             if len(row) != len(keys):
                 raise FilterError(f"STRUCT of {len(keys)} keys {keys} compared with {len(row)} values")
-            tests = [_cmp(k, "!=" if negated else "=", v) for k, v in zip(keys, row, strict=True)]
+            tests: list[Expr] = [_cmp(k, "!=" if negated else "=", v) for k, v in zip(keys, row, strict=True)]
             rows.append(_join(And, tests, negated))
         return _join(Or, rows, negated)
 
@@ -380,7 +381,7 @@ def _acceptable(prefix: str) -> set[str]:
     try:
         interactive = _parser().parse_interactive(prefix)
         interactive.exhaust_lexer()
-        return set(interactive.accepts())
+        return set(interactive.accepts())  # type: ignore[no-untyped-call]  # lark leaves accepts() unannotated
     except UnexpectedInput:  # pragma: no cover - the prefix before the error always lexes and parses
         return set()
 
@@ -579,8 +580,10 @@ def _compile(
         return _sql_like(col, expr.pattern, pg)
     if not _is_numeric(expr, key_types):
         if expr.op in ("=", "!="):
-            return _OPS[expr.op](col, sa.literal(expr.value, sa.String))
-        return _OPS[expr.op](_binary(col, pg), sa.literal(expr.value, sa.String))
+            return cast("sa.ColumnElement[bool]", _OPS[expr.op](col, sa.literal(expr.value, sa.String)))
+        return cast(
+            "sa.ColumnElement[bool]", _OPS[expr.op](_binary(col, pg), sa.literal(expr.value, sa.String))
+        )
     bound = _integer_bound(expr.op, expr.value)
     guard = _bigint_guard(col, pg)
     if isinstance(bound, bool):
@@ -636,7 +639,12 @@ def _compile_chain(
     for key, values in by_key.items():
         col = col_of(key)
         if len(values) == 1:
-            parts.append(_OPS["=" if is_or else "!="](col, sa.literal(values[0], sa.String)))
+            parts.append(
+                cast(
+                    "sa.ColumnElement[bool]",
+                    _OPS["=" if is_or else "!="](col, sa.literal(values[0], sa.String)),
+                )
+            )
         else:
             parts.append(col.in_(values) if is_or else col.not_in(values))
     for key, values in numbers.items():
@@ -680,7 +688,7 @@ def _chain(
         return join(*parts)
     # a function call keeps the groups apart (SQLAlchemy drops redundant parentheses); the values
     # are never NULL, so COALESCE changes nothing but the parse depth
-    groups = [
+    groups: list[sa.ColumnElement[bool]] = [
         sa.func.coalesce(join(*parts[i : i + _CHAIN]), sa.false()) for i in range(0, len(parts), _CHAIN)
     ]
     return _chain(join, groups, pg)
@@ -697,7 +705,9 @@ def _glob(x: sa.ColumnElement[Any], pattern: str) -> sa.ColumnElement[bool]:
 def _bigint_guard(col: sa.ColumnElement[Any], pg: bool) -> sa.ColumnElement[bool]:
     """True exactly when ``_as_bigint(col)`` is not None; never raises, never NULL for a non-NULL col."""
     if pg:
-        is_integer = col.op("~", is_comparison=True)(sa.literal(r"^-?[0-9]+$", sa.String))
+        is_integer: sa.ColumnElement[bool] = col.op("~", is_comparison=True)(
+            sa.literal(r"^-?[0-9]+$", sa.String)
+        )
     else:
 
         def digits(x: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:

@@ -63,7 +63,8 @@ def _encoded(obj: Any) -> bytes:
     """``obj`` (a generated struct) encoded by the thrift library, for parts shared by all rows."""
     buf = TMemoryBuffer()
     obj.write(TBinaryProtocolAccelerated(buf))
-    return buf.getvalue()
+    data: bytes = buf.getvalue()
+    return data
 
 
 GET_PARTITIONS_SUCCESS = _header(ThriftHiveMetastore.get_partitions_result, "success")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -63,7 +63,7 @@ UNCACHED_FILTER_TERMS = 64
 class _TableInfo:
     """What partition calls need to know about their table."""
 
-    def __init__(self, conn: sa.Connection, row: sa.Row):
+    def __init__(self, conn: sa.Connection, row: sa.Row[Any]):
         self.row = row
         self.id = row.TBL_ID
         self.db = row.DB_NAME
@@ -132,14 +132,14 @@ class PartitionMixin(CatalogBase):
     def _table_info(
         self,
         conn: sa.Connection,
-        db: str,
+        db: str | None,
         tbl: str,
         exc: type[Exception] = NoSuchObjectException,
         lock: bool = False,
     ) -> _TableInfo:
         return _TableInfo(conn, self.table_row(conn, db, tbl, exc=exc, for_update=lock))
 
-    def _ids(self, info: _TableInfo, cond: Any = None, max_parts: int = -1) -> sa.Select:
+    def _ids(self, info: _TableInfo, cond: Any = None, max_parts: int = -1) -> sa.Select[Any]:
         q = sa.select(PARTITIONS.c.PART_ID).where(info.id == PARTITIONS.c.TBL_ID)
         if cond is not None:
             q = q.where(cond)
@@ -148,7 +148,9 @@ class PartitionMixin(CatalogBase):
             q = q.limit(max_parts)
         return q
 
-    def _load(self, conn: sa.Connection, info: _TableInfo, ids: sa.Select) -> list[Partition]:
+    def _load(
+        self, conn: sa.Connection, info: _TableInfo, ids: sa.Select[Any] | Sequence[int]
+    ) -> list[Partition]:
         return rows.load_partitions(conn, info.db, info.name, info.cat, ids)
 
     def _event_table(self, conn: sa.Connection, info: _TableInfo) -> Table:
@@ -161,7 +163,7 @@ class PartitionMixin(CatalogBase):
         tx.event(event_type, message, db=info.db, table=info.name, catalog=info.cat)
 
     @staticmethod
-    def _table_cd(conn: sa.Connection, info: _TableInfo) -> tuple[int, tuple] | None:
+    def _table_cd(conn: sa.Connection, info: _TableInfo) -> tuple[int, tuple[Any, ...]] | None:
         """The table's column descriptor, for partitions with the same columns to share."""
         if info.cd_id is None:
             return None
@@ -266,7 +268,7 @@ class PartitionMixin(CatalogBase):
         locs = [p.sd.location for p in new_parts if p.sd and p.sd.location]
         tx.after_commit.append(lambda: [storage.make_dirs(loc) for loc in locs])
         # One ADD_PARTITION event for the whole batch (Hive's add_partitions_core)
-        cols_cache: dict[tuple, list[FieldSchema]] = {}
+        cols_cache: dict[tuple[Any, ...], list[FieldSchema]] = {}
         stored = []
         for p, row in zip(new_parts, part_rows, strict=True):
             key = rows.columns_key(p.sd.cols)
@@ -332,7 +334,7 @@ class PartitionMixin(CatalogBase):
         return AddPartitionsResult(partitions=added if request.needResult in (None, True) else None)
 
     @staticmethod
-    def _part_db(part: Partition) -> str:
+    def _part_db(part: Partition) -> str | None:
         return db_ref(part.dbName, part.catName)
 
     # ---------------------------------------------------------------- get
@@ -373,7 +375,7 @@ class PartitionMixin(CatalogBase):
             raise MetaException(f"Invalid partition name {part_name!r} for keys {info.key_names}")
         return info.part_name([spec[k] for k in info.key_names])
 
-    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> list[Partition]:
+    def get_partitions(self, db_name: str | None, tbl_name: str, max_parts: int) -> list[Partition]:
         """All partitions (at most ``max_parts``; -1 = all), ordered by name."""
         with self.read() as conn:
             info = self._table_info(conn, db_name, tbl_name)
@@ -387,7 +389,7 @@ class PartitionMixin(CatalogBase):
         """:meth:`get_partitions`."""
         return self.get_partitions(db_name, tbl_name, max_parts)
 
-    def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
+    def get_partition_names(self, db_name: str | None, tbl_name: str, max_parts: int) -> list[str]:
         """Partition names ``k=v/...`` (escaped), ordered, at most ``max_parts`` (-1 = all); none
         for a missing table or database (as Hive 2.3 and 4 answer)."""
         cat, db = self.db_name(db_name)
@@ -419,7 +421,7 @@ class PartitionMixin(CatalogBase):
             kv = PARTITION_KEY_VALS.alias(f"kv{i}")
             conds.append(
                 sa.exists().where(
-                    kv.c.PART_ID == PARTITIONS.c.PART_ID, i == kv.c.INTEGER_IDX, v == kv.c.PART_KEY_VAL
+                    kv.c.PART_ID == PARTITIONS.c.PART_ID, kv.c.INTEGER_IDX == i, kv.c.PART_KEY_VAL == v
                 )
             )
         return sa.and_(sa.true(), *conds)
@@ -460,7 +462,7 @@ class PartitionMixin(CatalogBase):
 
     def _filter_ids(
         self, conn: sa.Connection, info: _TableInfo, filter_text: str, max_parts: int
-    ) -> sa.Select | list[int]:
+    ) -> sa.Select[Any] | list[int]:
         try:
             expr = partition_filter.parse_filter(filter_text)
         except partition_filter.FilterError as e:
@@ -518,7 +520,7 @@ class PartitionMixin(CatalogBase):
         return q
 
     def get_partitions_by_filter(
-        self, db_name: str, tbl_name: str, filter: str, max_parts: int
+        self, db_name: str | None, tbl_name: str, filter: str, max_parts: int
     ) -> list[Partition]:  # noqa: A002
         """Partitions matching a Hive partition filter (``k = "v" and n > 1``); MetaException on a bad filter."""
         with self.read() as conn:
@@ -682,7 +684,11 @@ class PartitionMixin(CatalogBase):
 
     # ---------------------------------------------------------------- alter / rename
     def _alter_partitions(
-        self, db_name: str, tbl_name: str, new_parts: Sequence[Partition], env: dict[str, str] | None = None
+        self,
+        db_name: str | None,
+        tbl_name: str,
+        new_parts: Sequence[Partition],
+        env: dict[str, str] | None = None,
     ) -> None:
         with self.write() as tx:
             conn = tx.conn
@@ -803,7 +809,7 @@ class PartitionMixin(CatalogBase):
             new_name = info.part_name(new_part.values)
             row = conn.execute(
                 sa.select(PARTITIONS.c.PART_ID, PARTITIONS.c.SD_ID).where(
-                    info.id == PARTITIONS.c.TBL_ID, old_name == PARTITIONS.c.PART_NAME
+                    PARTITIONS.c.TBL_ID == info.id, PARTITIONS.c.PART_NAME == old_name
                 )
             ).first()
             if row is None:
@@ -812,7 +818,7 @@ class PartitionMixin(CatalogBase):
                 )
             if conn.execute(
                 sa.select(PARTITIONS.c.PART_ID).where(
-                    info.id == PARTITIONS.c.TBL_ID, new_name == PARTITIONS.c.PART_NAME
+                    PARTITIONS.c.TBL_ID == info.id, PARTITIONS.c.PART_NAME == new_name
                 )
             ).first():
                 raise InvalidOperationException(
@@ -855,15 +861,21 @@ class PartitionMixin(CatalogBase):
                 events.alter_partition_message(self._event_table(conn, info), before, after),
             )
             if cur_loc != old_loc:  # last: the directory moves only when everything else succeeded
-                storage.move_dir(old_loc, cur_loc)
+                # cur_loc differs only when joined from an old_loc that matched a str location
+                storage.move_dir(cast(str, old_loc), cast(str, cur_loc))
 
     # ---------------------------------------------------------------- drop
-    def _delete_partition_rows(self, conn: sa.Connection, part_ids: sa.Select | list[int]) -> None:
+    def _delete_partition_rows(self, conn: sa.Connection, part_ids: sa.Select[Any] | list[int]) -> None:
         """Delete partitions (params, key values and column statistics go by ON DELETE CASCADE)."""
         conn.execute(PARTITIONS.delete().where(PARTITIONS.c.PART_ID.in_(part_ids)))
 
     def _drop_by_names(
-        self, db_name: str, tbl_name: str, names: list[str] | None, delete_data: bool, if_exists: bool = False
+        self,
+        db_name: str | None,
+        tbl_name: str,
+        names: list[str] | None,
+        delete_data: bool,
+        if_exists: bool = False,
     ) -> list[Partition]:
         with self.write() as tx:
             conn = tx.conn

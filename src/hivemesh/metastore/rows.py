@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict, namedtuple
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -46,7 +46,7 @@ from hivemesh.metastore.schema import (
 
 
 def insert_params(
-    conn: sa.Connection, table: sa.Table, owner_col: str, pairs: Iterable[tuple[int, dict]]
+    conn: sa.Connection, table: sa.Table, owner_col: str, pairs: Iterable[tuple[int, dict[str, Any]]]
 ) -> None:
     """Insert ``(owner id, {key: value})`` pairs into a *_PARAMS table."""
     rows = [
@@ -59,19 +59,20 @@ def insert_params(
         conn.execute(table.insert(), rows)
 
 
-def insert_returning(conn: sa.Connection, table: sa.Table, pk: str, rows: list[dict]) -> list[int]:
+def insert_returning(conn: sa.Connection, table: sa.Table, pk: str, rows: list[dict[str, Any]]) -> list[int]:
     """Insert rows and return their generated primary keys, in order."""
     if not rows:
         return []
     if len(rows) == 1:
-        return [conn.execute(table.insert().values(**rows[0])).inserted_primary_key[0]]
+        # one row inserted: SQLAlchemy types inserted_primary_key Optional, None only for no row
+        return [cast("sa.Row[Any]", conn.execute(table.insert().values(**rows[0])).inserted_primary_key)[0]]
     res = conn.execute(table.insert().returning(table.c[pk], sort_by_parameter_order=True), rows)
     return [r[0] for r in res]
 
 
 def insert_columns(conn: sa.Connection, cols: Sequence[FieldSchema] | None) -> int:
     """Insert a column descriptor (CDS + COLUMNS_V2); returns CD_ID. Column names are lower-cased."""
-    cd_id = conn.execute(CDS.insert()).inserted_primary_key[0]
+    cd_id: int = cast("sa.Row[Any]", conn.execute(CDS.insert()).inserted_primary_key)[0]  # one row inserted
     rows = [
         {
             "CD_ID": cd_id,
@@ -91,19 +92,21 @@ def load_columns(conn: sa.Connection, cd_id: int) -> list[FieldSchema]:
     """The columns of one column descriptor, in order."""
     q = (
         sa.select(COLUMNS_V2.c.COLUMN_NAME, COLUMNS_V2.c.TYPE_NAME, COLUMNS_V2.c.COMMENT)
-        .where(cd_id == COLUMNS_V2.c.CD_ID)
+        .where(COLUMNS_V2.c.CD_ID == cd_id)
         .order_by(COLUMNS_V2.c.INTEGER_IDX)
     )
     return [FieldSchema(name=n, type=t, comment=c) for n, t, c in conn.execute(q)]
 
 
-def columns_key(cols: Sequence[FieldSchema] | None) -> tuple:
+def columns_key(cols: Sequence[FieldSchema] | None) -> tuple[Any, ...]:
     """A hashable identity of a column list (names lower-cased, types, comments)."""
     return tuple((c.name.lower(), c.type, c.comment) for c in cols or [])
 
 
 def insert_sds(
-    conn: sa.Connection, sds: Sequence[StorageDescriptor], shared_cd: tuple[int, tuple] | None = None
+    conn: sa.Connection,
+    sds: Sequence[StorageDescriptor],
+    shared_cd: tuple[int, tuple[Any, ...]] | None = None,
 ) -> list[int]:
     """Insert storage descriptors with their SerDe, params, bucket and sort columns; returns SD_IDs.
 
@@ -111,7 +114,7 @@ def insert_sds(
     columns (partitions share their table's, as in Hive).
     """
     serde_rows, cd_ids = [], []
-    cd_cache: dict[tuple, int] = {}
+    cd_cache: dict[tuple[Any, ...], int] = {}
     if shared_cd is not None:
         cd_cache[shared_cd[1]] = shared_cd[0]
     for sd in sds:
@@ -170,7 +173,7 @@ def insert_sds(
     return sd_ids
 
 
-def delete_sds(conn: sa.Connection, sd_ids: sa.Select | Sequence[int]) -> None:
+def delete_sds(conn: sa.Connection, sd_ids: sa.Select[Any] | Sequence[int]) -> None:
     """Delete storage descriptors, their SerDes and column descriptors no longer referenced."""
     sel = sd_ids if isinstance(sd_ids, sa.Select) else list(sd_ids)
     rows = conn.execute(sa.select(SDS.c.SD_ID, SDS.c.SERDE_ID, SDS.c.CD_ID).where(SDS.c.SD_ID.in_(sel))).all()
@@ -233,7 +236,7 @@ _NULL_TEXT = sa.cast(sa.null(), sa.Text)
 _ZERO = sa.cast(sa.literal(0), sa.Integer)
 
 
-def stored_params(d: dict | None) -> dict[str, str]:
+def stored_params(d: dict[str, Any] | None) -> dict[str, str]:
     """Parameters as they read back from a ``*_PARAMS`` table (None values become "")."""
     return {k: v if v is not None else "" for k, v in (d or {}).items()}
 
@@ -267,7 +270,9 @@ def stored_sd(sd: StorageDescriptor, cols: list[FieldSchema]) -> StorageDescript
     )
 
 
-def _branch(kind: int, owner: Any, k: Any, v: Any, c: Any, idx: Any, frm: Any, where: Any) -> sa.Select:
+def _branch(
+    kind: int, owner: Any, k: Any, v: Any, c: Any, idx: Any, frm: Any, where: Any
+) -> sa.Select[*tuple[Any, ...]]:
     return (
         sa.select(
             sa.cast(sa.literal(kind), sa.Integer).label("kind"),
@@ -282,7 +287,7 @@ def _branch(kind: int, owner: Any, k: Any, v: Any, c: Any, idx: Any, frm: Any, w
     )
 
 
-def _sd_branches(sd_ids: Any = None, cd_ids: Any = None) -> list[sa.Select]:
+def _sd_branches(sd_ids: Any = None, cd_ids: Any = None) -> list[sa.Select[*tuple[Any, ...]]]:
     """Child rows of the storage descriptors in ``sd_ids`` (default: the list ``:sd_ids``; or a
     select of SD_IDs) and of the column descriptors in ``cd_ids`` (default: the list ``:cd_ids``)."""
     if sd_ids is None:
@@ -339,7 +344,7 @@ TABLE_BY_NAME = _TABLE_BASE.where(
 """Prebuilt select of one table by ``cat``, ``db``, ``tbl`` (for :func:`load_tables`)."""
 
 
-def _table_with_children() -> sa.Select:
+def _table_with_children() -> sa.Select[*tuple[Any, ...]]:
     """One table by ``cat``, ``db``, ``tbl`` and its child rows, in one statement: the table's
     columns repeated on each child row, the child row's ``(kind, owner, k, v, c, idx)`` after them
     (NULLs when it has none). One statement reads one snapshot, so it needs no transaction."""
@@ -375,7 +380,7 @@ _PART_BASE = _PART_SELECT.where(PARTITIONS.c.PART_ID.in_(sa.bindparam("part_ids"
 )
 # Every partition of one table (``:tbl_id``): no id lists at all, which matters for thousands of
 # partitions (PostgreSQL drivers re-parse long statements with thousands of placeholders per call).
-_TBL = sa.bindparam("tbl_id")
+_TBL: sa.BindParameter[Any] = sa.bindparam("tbl_id")
 _PART_BASE_OF_TABLE = _PART_SELECT.where(PARTITIONS.c.TBL_ID == _TBL).order_by(PARTITIONS.c.PART_NAME)
 _PART_CHILDREN_OF_TABLE = sa.union_all(
     *_sd_branches(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == _TBL)),
@@ -398,7 +403,8 @@ def fetch_tuples(conn: sa.Connection, stmt: Any, params: dict[str, Any]) -> list
     """
     result = conn.execute(stmt, params)
     try:
-        return result.cursor.fetchall()  # type: ignore[union-attr]
+        # DB-API drivers here (sqlite3, psycopg) return a list of tuples; the stubs say Sequence[Any]
+        return cast("list[tuple[Any, ...]]", result.cursor.fetchall())
     finally:
         result.close()
 
@@ -571,7 +577,7 @@ def _table(r: Any, ch: Children, cache: dict[int, list[FieldSchema]]) -> Table:
 
 
 def _partitions(
-    base: Sequence[Any], ch: Children, db: str, tbl: str, cat: str, cache: dict
+    base: Sequence[Any], ch: Children, db: str, tbl: str, cat: str, cache: dict[int, list[FieldSchema]]
 ) -> list[Partition]:
     out = []
     params = ch.params
@@ -614,7 +620,7 @@ def load_table_partitions(
 
 
 def load_partitions(
-    conn: sa.Connection, db_name: str, tbl_name: str, cat_name: str, part_ids: sa.Select | Sequence[int]
+    conn: sa.Connection, db_name: str, tbl_name: str, cat_name: str, part_ids: sa.Select[Any] | Sequence[int]
 ) -> list[Partition]:
     """Partitions whose PART_ID is in ``part_ids``: a select (its order is kept: order it by
     PART_NAME) or a list. The ids are resolved first, then loaded in chunks of :data:`CHUNK` with

@@ -9,6 +9,8 @@ write them). The schema is created and upgraded by Alembic (``hivemesh.metastore
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 metadata = sa.MetaData()
@@ -17,11 +19,13 @@ BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # SQLite autoincre
 Text = sa.Text()
 
 
-def _id(name: str) -> sa.Column:
+def _id(name: str) -> sa.Column[Any]:
     return sa.Column(name, BigId, primary_key=True, autoincrement=True)
 
 
-def _fk(name: str, target: str, *, nullable: bool = False, ondelete: str | None = "CASCADE") -> sa.Column:
+def _fk(
+    name: str, target: str, *, nullable: bool = False, ondelete: str | None = "CASCADE"
+) -> sa.Column[Any]:
     return sa.Column(name, BigId, sa.ForeignKey(target, ondelete=ondelete), nullable=nullable)
 
 

@@ -94,7 +94,8 @@ def mark_column_stats(
 
 
 def _dump(data: ColumnStatisticsData) -> str:
-    return serialize(data, _JSON).decode("utf-8")
+    text: str = serialize(data, _JSON).decode("utf-8")
+    return text
 
 
 def _load(text: str) -> ColumnStatisticsData:
@@ -118,7 +119,7 @@ def partition_statistics(
             PART_COL_STATS.c.STATS_DATA,
             PART_COL_STATS.c.LAST_ANALYZED,
         )
-        .where(PART_COL_STATS.c.PART_ID.in_(list(parts)), engine == PART_COL_STATS.c.ENGINE)
+        .where(PART_COL_STATS.c.PART_ID.in_(list(parts)), PART_COL_STATS.c.ENGINE == engine)
         .order_by(PART_COL_STATS.c.PART_ID, PART_COL_STATS.c.COLUMN_NAME)
     )
     out: dict[int, ColumnStatistics] = {}
@@ -140,9 +141,9 @@ class StatisticsMixin(CatalogBase):
     def _part_id(self, conn: sa.Connection, tbl_id: int, part_name: str, key_names: list[str]) -> int:
         kv = dict((k.lower(), v) for k, v in split_part_name(part_name))
         name = make_part_name(key_names, [kv.get(k, "") for k in key_names])
-        pid = conn.execute(
+        pid: int | None = conn.execute(
             sa.select(PARTITIONS.c.PART_ID).where(
-                tbl_id == PARTITIONS.c.TBL_ID, name == PARTITIONS.c.PART_NAME
+                PARTITIONS.c.TBL_ID == tbl_id, PARTITIONS.c.PART_NAME == name
             )
         ).scalar()
         if pid is None:
@@ -154,7 +155,7 @@ class StatisticsMixin(CatalogBase):
         return list(
             conn.execute(
                 sa.select(PARTITION_KEYS.c.PKEY_NAME)
-                .where(tbl_id == PARTITION_KEYS.c.TBL_ID)
+                .where(PARTITION_KEYS.c.TBL_ID == tbl_id)
                 .order_by(PARTITION_KEYS.c.INTEGER_IDX)
             ).scalars()
         )
@@ -173,7 +174,7 @@ class StatisticsMixin(CatalogBase):
             col = obj.colName.lower()
             conn.execute(
                 table.delete().where(
-                    table.c[owner_col] == owner, col == table.c.COLUMN_NAME, engine == table.c.ENGINE
+                    table.c[owner_col] == owner, table.c.COLUMN_NAME == col, table.c.ENGINE == engine
                 )
             )
             conn.execute(
@@ -265,7 +266,7 @@ class StatisticsMixin(CatalogBase):
             )
         return True
 
-    def _column_types(self, conn: sa.Connection, row: sa.Row) -> dict[str, str]:
+    def _column_types(self, conn: sa.Connection, row: sa.Row[Any]) -> dict[str, str]:
         """Lower-cased column name -> type of the table in ``row`` (a TBLS row)."""
         sd = rows.load_sds(conn, [row.SD_ID]).get(row.SD_ID) if row.SD_ID else None
         return {c.name.lower(): c.type for c in (sd.cols if sd else [])}
@@ -357,7 +358,7 @@ class StatisticsMixin(CatalogBase):
         engine: str,
     ) -> dict[int, list[ColumnStatisticsObj]]:
         q = sa.select(table.c[owner_col], table.c.COLUMN_NAME, table.c.COLUMN_TYPE, table.c.STATS_DATA).where(
-            table.c[owner_col].in_(owners), engine == table.c.ENGINE
+            table.c[owner_col].in_(owners), table.c.ENGINE == engine
         )
         if cols is not None:
             q = q.where(table.c.COLUMN_NAME.in_([c.lower() for c in cols]))
@@ -496,7 +497,7 @@ class StatisticsMixin(CatalogBase):
             ).where(
                 PART_COL_STATS.c.PART_ID.in_(list(index)),
                 PART_COL_STATS.c.COLUMN_NAME.in_(cols),
-                (request.engine or DEFAULT_ENGINE) == PART_COL_STATS.c.ENGINE,
+                PART_COL_STATS.c.ENGINE == (request.engine or DEFAULT_ENGINE),
             )  # fmt: skip
             for pid, col, typ, data in conn.execute(q):
                 values = aggr_stats.stat_values(_load(data))
@@ -520,10 +521,10 @@ class StatisticsMixin(CatalogBase):
         with self.write() as tx:
             row = self.table_row(tx.conn, db_name, tbl_name, for_update=True)
             q = TAB_COL_STATS.delete().where(
-                TAB_COL_STATS.c.TBL_ID == row.TBL_ID, (engine or DEFAULT_ENGINE) == TAB_COL_STATS.c.ENGINE
+                TAB_COL_STATS.c.TBL_ID == row.TBL_ID, TAB_COL_STATS.c.ENGINE == (engine or DEFAULT_ENGINE)
             )
             if col_name:
-                q = q.where(col_name.lower() == TAB_COL_STATS.c.COLUMN_NAME)
+                q = q.where(TAB_COL_STATS.c.COLUMN_NAME == col_name.lower())
             n = tx.conn.execute(q).rowcount
             if col_name and not n:
                 raise NoSuchObjectException(
@@ -554,10 +555,10 @@ class StatisticsMixin(CatalogBase):
             row = self.table_row(tx.conn, db_name, tbl_name, for_update=True)
             pid = self._part_id(tx.conn, row.TBL_ID, part_name, self._key_names(tx.conn, row.TBL_ID))
             q = PART_COL_STATS.delete().where(
-                pid == PART_COL_STATS.c.PART_ID, (engine or DEFAULT_ENGINE) == PART_COL_STATS.c.ENGINE
+                PART_COL_STATS.c.PART_ID == pid, PART_COL_STATS.c.ENGINE == (engine or DEFAULT_ENGINE)
             )
             if col_name:
-                q = q.where(col_name.lower() == PART_COL_STATS.c.COLUMN_NAME)
+                q = q.where(PART_COL_STATS.c.COLUMN_NAME == col_name.lower())
             n = tx.conn.execute(q).rowcount
             if col_name and not n:
                 raise NoSuchObjectException(

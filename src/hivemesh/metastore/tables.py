@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import functools
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -202,22 +204,25 @@ class TableMixin(CatalogBase):
     """HMS table calls. Dropping a managed table deletes its data; an external one never does."""
 
     # ---------------------------------------------------------------- create
-    def _insert_table(self, tx: Tx, db_row: sa.Row, table: Table) -> int:
+    def _insert_table(self, tx: Tx, db_row: sa.Row[Any], table: Table) -> int:
         name = (table.tableName or "").lower()
         ttype = effective_table_type(table)
         sd_id = None
         if table.sd is not None:
             sd_id = rows.insert_sds(tx.conn, [table.sd])[0]
         values = _table_values(table, ttype)
-        tbl_id = tx.conn.execute(
-            TBLS.insert().values(
-                DB_ID=db_row.DB_ID,
-                TBL_NAME=name,
-                CREATE_TIME=table.createTime or now_s(),
-                SD_ID=sd_id,
-                **values,
-            )
-        ).inserted_primary_key[0]
+        tbl_id: int = cast(  # one row inserted: inserted_primary_key is set
+            "sa.Row[Any]",
+            tx.conn.execute(
+                TBLS.insert().values(
+                    DB_ID=db_row.DB_ID,
+                    TBL_NAME=name,
+                    CREATE_TIME=table.createTime or now_s(),
+                    SD_ID=sd_id,
+                    **values,
+                )
+            ).inserted_primary_key,
+        )[0]
         self._write_table_children(tx.conn, tbl_id, table)
         return tbl_id
 
@@ -370,14 +375,14 @@ class TableMixin(CatalogBase):
             raise KeyError(f"{cat}.{db}.{tbl}")
         return found[0][1]
 
-    def _tables(self, conn: sa.Connection, db: str, names: list[str] | None) -> list[Table]:
+    def _tables(self, conn: sa.Connection, db: str | None, names: list[str] | None) -> list[Table]:
         cat, dbn = self.db_name(db)
-        cond = sa.and_(cat == DBS.c.CTLG_NAME, dbn == DBS.c.NAME)
+        cond = sa.and_(DBS.c.CTLG_NAME == cat, DBS.c.NAME == dbn)
         if names is not None:
             cond = sa.and_(cond, TBLS.c.TBL_NAME.in_([n.lower() for n in names]))
         return [t for _, t in rows.load_tables(conn, cond)]
 
-    def get_table(self, dbname: str, tbl_name: str) -> Table:
+    def get_table(self, dbname: str | None, tbl_name: str) -> Table:
         """Raises NoSuchObjectException ("db.t table not found")."""
         cat, db = self.db_name(dbname)
         tbl = (tbl_name or "").lower()
@@ -392,7 +397,7 @@ class TableMixin(CatalogBase):
         db = db_ref(req.dbName, req.catName)
         return GetTableResult(table=self.get_table(db, req.tblName), isStatsCompliant=None)
 
-    def get_table_objects_by_name(self, dbname: str, tbl_names: list[str]) -> list[Table]:
+    def get_table_objects_by_name(self, dbname: str | None, tbl_names: list[str]) -> list[Table]:
         """The existing tables among ``tbl_names`` (missing names are left out, as in Hive); no
         tables for a missing database (the IDL declares no exception for this form)."""
         with self.read() as conn:
@@ -418,13 +423,13 @@ class TableMixin(CatalogBase):
                 raise UnknownDBException(f"Could not find database {cat}.{name}") from e
             return GetTablesResult(tables=self._tables(conn, db, req.tblNames))
 
-    def _table_names(self, db: str, pattern: str | None, ttype: str | None = None) -> list[str]:
+    def _table_names(self, db: str | None, pattern: str | None, ttype: str | None = None) -> list[str]:
         cat, dbn = self.db_name(db)
         with self.read_statement() as conn:
             q = (
                 sa.select(TBLS.c.TBL_NAME, TBLS.c.TBL_TYPE)
                 .select_from(TBLS.join(DBS, TBLS.c.DB_ID == DBS.c.DB_ID))
-                .where(cat == DBS.c.CTLG_NAME, dbn == DBS.c.NAME)
+                .where(DBS.c.CTLG_NAME == cat, DBS.c.NAME == dbn)
                 .order_by(TBLS.c.TBL_NAME)
             )
             return [
@@ -451,7 +456,7 @@ class TableMixin(CatalogBase):
             )
         return self._table_names(db_name, pattern, tableType)
 
-    def get_all_tables(self, db_name: str) -> list[str]:
+    def get_all_tables(self, db_name: str | None) -> list[str]:
         """Every table and view name of a database."""
         return self._table_names(db_name, None)
 
@@ -469,7 +474,7 @@ class TableMixin(CatalogBase):
                         ),
                     )
                 )
-                .where(cat == DBS.c.CTLG_NAME)
+                .where(DBS.c.CTLG_NAME == cat)
                 .order_by(DBS.c.NAME, TBLS.c.TBL_NAME)
             )
             return [
@@ -550,7 +555,7 @@ class TableMixin(CatalogBase):
 
     def _alter_table(
         self,
-        dbname: str,
+        dbname: str | None,
         tbl_name: str,
         new_tbl: Table,
         env: dict[str, str],
@@ -573,7 +578,7 @@ class TableMixin(CatalogBase):
     def _alter_table_tx(
         self,
         tx: Tx,
-        dbname: str,
+        dbname: str | None,
         tbl_name: str,
         new_tbl: Table,
         env: dict[str, str],
@@ -638,13 +643,13 @@ class TableMixin(CatalogBase):
     def _rename_target(conn: sa.Connection, cat: str, new_db: str, new_name: str) -> sa.Row[Any]:
         """The DBS row a table is renamed into; InvalidOperationException when that database is
         missing or already has a table ``new_name``."""
-        target_db = conn.execute(sa.select(DBS).where(cat == DBS.c.CTLG_NAME, new_db == DBS.c.NAME)).first()
+        target_db = conn.execute(sa.select(DBS).where(DBS.c.CTLG_NAME == cat, DBS.c.NAME == new_db)).first()
         if target_db is None:
             raise InvalidOperationException(
                 f"Unable to change partition or table. Database {new_db} does not exist"
             )
         clash = conn.execute(
-            sa.select(TBLS.c.TBL_ID).where(TBLS.c.DB_ID == target_db.DB_ID, new_name == TBLS.c.TBL_NAME)
+            sa.select(TBLS.c.TBL_ID).where(TBLS.c.DB_ID == target_db.DB_ID, TBLS.c.TBL_NAME == new_name)
         ).first()
         if clash:
             raise InvalidOperationException(f"new table {new_db}.{new_name} already exists")
@@ -706,8 +711,9 @@ class TableMixin(CatalogBase):
             new_loc = storage.join_location(managed_root(rename_into), new_name)
             if new_loc != old_loc:
                 table.sd.location = new_loc
-                self._relocate_partitions(conn, old.TBL_ID, old_loc, new_loc)
-                return (old_loc, new_loc)
+                moved_from = cast(str, old_loc)  # at_default: old_loc equals a joined (str) location
+                self._relocate_partitions(conn, old.TBL_ID, moved_from, new_loc)
+                return (moved_from, new_loc)
         elif not table.sd.location:
             table.sd.location = old_loc
         return None
@@ -757,7 +763,7 @@ class TableMixin(CatalogBase):
     @staticmethod
     def _cascade_columns(conn: sa.Connection, tbl_id: int, new_sd_id: int) -> None:
         """ALTER ... CASCADE: every partition of the table takes the table's new column list."""
-        cd = conn.execute(sa.select(SDS.c.CD_ID).where(new_sd_id == SDS.c.SD_ID)).scalar_one()
+        cd = conn.execute(sa.select(SDS.c.CD_ID).where(SDS.c.SD_ID == new_sd_id)).scalar_one()
         part_sds = sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == tbl_id)
         old_cds = (
             conn.execute(sa.select(SDS.c.CD_ID).where(SDS.c.SD_ID.in_(part_sds)).distinct()).scalars().all()
@@ -770,7 +776,7 @@ class TableMixin(CatalogBase):
         q = (
             sa.select(SDS.c.SD_ID, SDS.c.LOCATION)
             .select_from(PARTITIONS.join(SDS, PARTITIONS.c.SD_ID == SDS.c.SD_ID))
-            .where(tbl_id == PARTITIONS.c.TBL_ID)
+            .where(PARTITIONS.c.TBL_ID == tbl_id)
         )
         updates = [
             {"sd": sd_id, "loc": new_loc + loc[len(old_loc) :]}
@@ -798,7 +804,7 @@ class TableMixin(CatalogBase):
         """:meth:`drop_table` (``ifPurge`` changes nothing: there is no trash)."""
         self.drop_table(dbname, name, deleteData)
 
-    def _drop_table_tx(self, tx: Tx, db: str, tbl: str, delete_data: bool) -> None:
+    def _drop_table_tx(self, tx: Tx, db: str | None, tbl: str, delete_data: bool) -> None:
         """Drop one table inside ``tx``; ``db`` may be catalog-qualified (``@cat#db``).
 
         Appends DROP_TABLE (its partitions go without DROP_PARTITION events, as in Hive) and lets
@@ -807,7 +813,7 @@ class TableMixin(CatalogBase):
         conn = tx.conn
         dropped = self._table_image(conn, row.CTLG_NAME, row.DB_NAME, row.TBL_NAME)
         part_ids = sa.select(PARTITIONS.c.PART_ID).where(PARTITIONS.c.TBL_ID == row.TBL_ID)
-        part_locs = []
+        part_locs: Sequence[str | None] = []
         if delete_data and row.TBL_TYPE == MANAGED:
             part_locs = (
                 conn.execute(
@@ -824,7 +830,7 @@ class TableMixin(CatalogBase):
             .all()
         )
         self._delete_partition_rows(conn, part_ids)
-        tbl_loc = None
+        tbl_loc: str | None = None
         if row.SD_ID is not None:
             tbl_loc = conn.execute(sa.select(SDS.c.LOCATION).where(SDS.c.SD_ID == row.SD_ID)).scalar()
         conn.execute(TBLS.delete().where(TBLS.c.TBL_ID == row.TBL_ID))
@@ -840,4 +846,4 @@ class TableMixin(CatalogBase):
         if delete_data and row.TBL_TYPE == MANAGED:
             doomed = [tbl_loc] + [p for p in part_locs if not storage.is_subdir(p, tbl_loc)]
             for loc in doomed:
-                tx.after_commit.append(lambda loc=loc: storage.delete_dir(loc))
+                tx.after_commit.append(functools.partial(storage.delete_dir, loc))

@@ -21,7 +21,8 @@ Times are epoch milliseconds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NoReturn
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -134,14 +135,14 @@ class TxnMixin(CatalogBase):
         q = sa.select(TXNS.c.TXN_STATE).where(TXNS.c.TXN_ID == txn_id)
         if for_update:
             q = q.with_for_update()
-        state = conn.execute(q).scalar()
+        state: str | None = conn.execute(q).scalar()
         if state is not None:
             return state
         nxt = conn.execute(sa.select(NEXT_TXN_ID.c.NTXN_NEXT)).scalar_one()
         return COMMITTED if 0 < txn_id < nxt else None
 
     @staticmethod
-    def _raise_state(state: str | None, txn_id: int) -> None:
+    def _raise_state(state: str | None, txn_id: int) -> NoReturn:
         """Hive's TxnHandler.raiseTxnUnexpectedState."""
         if state == ABORTED:
             raise TxnAbortedException(f"Transaction {txn_str(txn_id)} already aborted")
@@ -149,7 +150,7 @@ class TxnMixin(CatalogBase):
             raise NoSuchTxnException(f"Transaction {txn_str(txn_id)} is already committed.")
         raise NoSuchTxnException(f"No such transaction {txn_str(txn_id)}")
 
-    def open_txn_row(self, conn: sa.Connection, txn_id: int | None, for_update: bool = False) -> sa.Row:
+    def open_txn_row(self, conn: sa.Connection, txn_id: int | None, for_update: bool = False) -> sa.Row[Any]:
         """The TXNS row of an open txn; raises NoSuchTxnException (unknown or committed) or
         TxnAbortedException (aborted)."""
         q = sa.select(TXNS).where(TXNS.c.TXN_ID == (txn_id or 0))
@@ -252,7 +253,7 @@ class TxnMixin(CatalogBase):
             tx.event(events.OPEN_TXN, events.open_txn_message(new_ids), catalog=None)
         return OpenTxnsResponse(txn_ids=new_ids)
 
-    def _open_and_aborted(self, conn: sa.Connection) -> tuple[int, list[sa.Row]]:
+    def _open_and_aborted(self, conn: sa.Connection) -> tuple[int, Sequence[sa.Row[Any]]]:
         hwm = conn.execute(sa.select(NEXT_TXN_ID.c.NTXN_NEXT)).scalar_one() - 1
         rows = conn.execute(
             sa.select(TXNS)
@@ -547,7 +548,9 @@ class TxnMixin(CatalogBase):
     def _lock_next_write_id(self, conn: sa.Connection, db: str, table: str) -> int:
         """NWI_NEXT of a table, its row locked (created at 1 when missing)."""
         key = (NEXT_WRITE_ID.c.NWI_DATABASE == db, NEXT_WRITE_ID.c.NWI_TABLE == table)
-        nxt = conn.execute(sa.select(NEXT_WRITE_ID.c.NWI_NEXT).where(*key).with_for_update()).scalar()
+        nxt: int | None = conn.execute(
+            sa.select(NEXT_WRITE_ID.c.NWI_NEXT).where(*key).with_for_update()
+        ).scalar()
         if nxt is not None:
             return nxt
         insert = postgresql.insert if self.store.dialect == "postgresql" else sqlite.insert
@@ -556,7 +559,10 @@ class TxnMixin(CatalogBase):
             .values(NWI_DATABASE=db, NWI_TABLE=table, NWI_NEXT=1)
             .on_conflict_do_nothing()
         )
-        return conn.execute(sa.select(NEXT_WRITE_ID.c.NWI_NEXT).where(*key).with_for_update()).scalar_one()
+        created: int = conn.execute(
+            sa.select(NEXT_WRITE_ID.c.NWI_NEXT).where(*key).with_for_update()
+        ).scalar_one()
+        return created
 
     def allocate_table_write_ids(self, rqst: AllocateTableWriteIdsRequest) -> AllocateTableWriteIdsResponse:
         """AllocateTableWriteIdsRequest -> one write id per txn for ``dbName.tableName``.
