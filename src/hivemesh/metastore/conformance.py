@@ -211,12 +211,8 @@ class ConformanceMixin(CatalogBase):
             values.append(spec[k])
         return row.CTLG_NAME, row.DB_NAME, row.TBL_NAME, ",".join(values)
 
-    def markPartitionForEvent(  # noqa: N802
-        self,
-        db_name: str,
-        tbl_name: str,
-        part_vals: dict[str, str],
-        eventType: int,  # noqa: N803
+    def markPartitionForEvent(  # noqa: N802, N803
+        self, db_name: str, tbl_name: str, part_vals: dict[str, str], eventType: int
     ) -> None:
         """Record that the partition ``part_vals`` (``{key: value}``, every partition key) of a
         table had ``eventType`` (PartitionEventType.LOAD_DONE) now. The partition need not exist.
@@ -233,12 +229,8 @@ class ConformanceMixin(CatalogBase):
                 )
             )  # fmt: skip
 
-    def isPartitionMarkedForEvent(  # noqa: N802
-        self,
-        db_name: str,
-        tbl_name: str,
-        part_vals: dict[str, str],
-        eventType: int,  # noqa: N803
+    def isPartitionMarkedForEvent(  # noqa: N802, N803
+        self, db_name: str, tbl_name: str, part_vals: dict[str, str], eventType: int
     ) -> bool:
         """Whether :meth:`markPartitionForEvent` recorded ``eventType`` for this partition (marks
         never expire: Hive's ``hive.metastore.event.expiry.duration`` default 0). Raises as
