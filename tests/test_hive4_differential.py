@@ -886,6 +886,19 @@ def api_scenario(c: Any, warehouse: Path) -> tuple[list[tuple[str, str]], dict[s
     )
     r("truncate a missing table", lambda: c.truncate_table(db, "nope", None))
 
+    # --- a database with a managed location, dropped with its data
+    mdb = db + "_m"
+    loc, managed = Path(warehouse, "ext", mdb + ".db"), Path(warehouse, "managed", mdb + ".db")
+    c.create_database(
+        T.Database(name=mdb, locationUri=f"file:{loc}", managedLocationUri=f"file:{managed}", parameters={})
+    )
+    r("directories of a new database", lambda: (loc.is_dir(), managed.is_dir()))
+    for d in (loc, managed):
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "f").write_bytes(b"x")
+    r("drop database with its data", lambda: c.drop_database(mdb, True, True))
+    r("directories after the drop", lambda: (loc.exists(), managed.exists()))
+
     # --- catalogs
     cat_loc = f"{wh}/{cat}"
     r("create catalog", lambda: c.create_catalog(T.CreateCatalogRequest(T.Catalog(cat, "d", cat_loc))))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -132,6 +133,8 @@ class DatabaseMixin(CatalogBase):
         created = self._to_database(tx.conn, self._db_by_id(tx.conn, db_id))
         tx.event(events.CREATE_DATABASE, events.create_database_message(created), db=name, catalog=cat)
         tx.after_commit.append(lambda: storage.make_dirs(location))
+        if managed:  # as Hive 4.2: the managed location's directory is made too
+            tx.after_commit.append(lambda: storage.make_dirs(managed))
 
     @staticmethod
     def _db_by_id(conn: sa.Connection, db_id: int) -> sa.Row[Any]:
@@ -210,8 +213,9 @@ class DatabaseMixin(CatalogBase):
 
         Events, in Hive's order (HMSHandler.drop_database_core): DROP_FUNCTION per function,
         DROP_TABLE per table (no DROP_PARTITION), then DROP_DATABASE. Raises NoSuchObjectException;
-        InvalidOperationException when not empty without cascade; MetaException for ``default``. Managed data and (with ``deleteData``) the database
-        directory are deleted after the metadata change commits.
+        InvalidOperationException when not empty without cascade; MetaException for ``default``. Managed
+        data and (with ``deleteData``) the database's directory and its managed location's are
+        deleted after the metadata change commits.
         """
         with self.write() as tx:
             self._drop_database_tx(tx, name, deleteData, cascade)
@@ -246,9 +250,10 @@ class DatabaseMixin(CatalogBase):
         tx.conn.execute(DATABASE_PARAMS.delete().where(DATABASE_PARAMS.c.DB_ID == row.DB_ID))
         tx.conn.execute(DBS.delete().where(DBS.c.DB_ID == row.DB_ID))
         tx.event(events.DROP_DATABASE, events.drop_database_message(database), db=row.NAME, catalog=cat)
-        if delete_data:
-            loc = row.DB_LOCATION_URI
-            tx.after_commit.append(lambda: storage.delete_dir(loc))
+        if delete_data:  # the database's directories, its managed location's too (as Hive 4.2)
+            for loc in (row.DB_LOCATION_URI, row.DB_MANAGED_LOCATION_URI):
+                if loc:
+                    tx.after_commit.append(functools.partial(storage.delete_dir, loc))
 
     def drop_database_req(self, req: DropDatabaseRequest) -> None:
         """Hive 4 DropDatabaseRequest form of :meth:`drop_database`."""
