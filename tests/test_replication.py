@@ -368,12 +368,14 @@ def assert_catalogs_equal(
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = WAIT_S) -> Any:
-    """Poll ``check`` until it returns a true value; fails after ``timeout`` seconds."""
+    """Poll ``check`` until it returns a true value; fails after ``timeout`` seconds. A Thrift
+    error, or a file gone between listing and reading it (a replicator's temporary file renamed
+    into place meanwhile), counts as "not yet"."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             got = check()
-        except TException:
+        except (TException, FileNotFoundError):
             got = None
         if got:
             return got
