@@ -33,6 +33,7 @@ from hivemesh.acid.arrow_reader import (
 )
 from hivemesh.acid.selection import SnapshotFiles, select_files
 from hivemesh.acid.tables import split_name, table_locations
+from hivemesh.client.errors import error_name
 from hivemesh.client.metastore import MetastoreClient, lock_component
 from hivemesh.errors import HivemeshError
 from hivemesh.hive.txn_lists import ValidTxnList, ValidWriteIdList
@@ -109,7 +110,7 @@ def _table_targets(
     """A table's locations read in a read-only txn of the metastore (open while the caller reads)."""
     db, name = split_name(table)
     with client:
-        tbl = client.call("get_table", db, name, idempotent=True)
+        tbl = client.hms.get_table(db, name)
         try:
             layout = table_layout(tbl)
         except ValueError as e:
@@ -183,8 +184,8 @@ def _clean_errors() -> Iterator[None]:
     except click.ClickException:
         raise
     except TException as e:
-        text = getattr(e, "message", None) or str(e) or type(e).__name__
-        raise click.ClickException(f"{type(e).__name__}: {text}") from None
+        text = getattr(e, "message", None) or str(e) or error_name(e)
+        raise click.ClickException(f"{error_name(e)}: {text}") from None
     except (HivemeshError, OSError, ValueError, pa.ArrowException) as e:
         text = str(e).strip().splitlines()
         raise click.ClickException(f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")) from None

@@ -108,7 +108,7 @@ class WriteTable:
         """Reload the table from the metastore (after DDL) and check it can be written. Raises
         NoSuchObjectException for a missing table, MetaException, NotTransactionalError for a table that is
         not transactional and NotImplementedError for a bucketed one."""
-        t = self.client.call("get_table", self.db, self.table_name, idempotent=True)
+        t = self.client.hms.get_table(self.db, self.table_name)
         if not is_transactional(t):
             raise NotTransactionalError(f"{self.full_name} is not a transactional table")
         if t.sd is not None and (t.sd.numBuckets or 0) > 0 and t.sd.bucketCols:
@@ -183,7 +183,7 @@ class WriteTable:
         sd.location = self.default_location(values)
         part = Partition(values=list(values), dbName=self.db, tableName=self.table_name, sd=sd, parameters={})
         try:
-            self.client.call("add_partition", part)
+            self.client.hms.add_partition(part)
             return True
         except AlreadyExistsException:
             return False
@@ -193,12 +193,12 @@ class WriteTable:
         :meth:`partition_values`). A missing partition is created when ``create`` (see
         :meth:`add_partition`), else NoSuchObjectException. ValueError when it has no location."""
         try:
-            p = self.client.call("get_partition", self.db, self.table_name, list(values), idempotent=True)
+            p = self.client.hms.get_partition(self.db, self.table_name, list(values))
         except NoSuchObjectException:
             if not create:
                 raise
             self.add_partition(values)
-            p = self.client.call("get_partition", self.db, self.table_name, list(values), idempotent=True)
+            p = self.client.hms.get_partition(self.db, self.table_name, list(values))
         if not p.sd or not p.sd.location:
             raise ValueError(f"partition {self.partition_name(values)} of {self.full_name} has no location")
         return p.sd.location
@@ -268,8 +268,7 @@ class WriteStatement:
         statement's operation, so the metastore records them for the txn. Raises RuntimeError before
         :meth:`begin`, NoSuchTxnException / TxnAbortedException when the txn is no longer open."""
         txn = self._txn()
-        self.client.call(
-            "add_dynamic_partitions",
+        self.client.hms.add_dynamic_partitions(
             AddDynamicPartitions(
                 txnid=txn,
                 writeid=self.write_id,

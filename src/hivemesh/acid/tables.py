@@ -207,8 +207,8 @@ def create_transactional_table(
     metastore stored it (location filled in). HMS exceptions pass through
     (AlreadyExistsException, NoSuchObjectException for a missing database, ...)."""
     table = transactional_table(db, name, columns, *args, **kwargs)
-    client.raw.create_table(table)
-    return client.raw.get_table(table.dbName, table.tableName)
+    client.hms.create_table(table)
+    return client.hms.get_table(table.dbName, table.tableName)
 
 
 class NotTransactionalError(HivemeshError, ValueError):
@@ -238,9 +238,7 @@ def table_locations(
             raise ValueError(f"{table.dbName}.{table.tableName} is not partitioned: no partition_filter")
         return [(table.sd.location, ())]
     if partition_filter:
-        parts = client.call(
-            "get_partitions_by_filter", table.dbName, table.tableName, partition_filter, -1, idempotent=True
-        )
+        parts = client.hms.get_partitions_by_filter(table.dbName, table.tableName, partition_filter, -1)
     else:
-        parts = client.call("get_partitions", table.dbName, table.tableName, -1, idempotent=True)
+        parts = client.hms.get_partitions(table.dbName, table.tableName, -1)
     return [(p.sd.location, tuple(p.values)) for p in parts]

@@ -6,9 +6,12 @@ TBufferedTransport and TBinaryProtocolAccelerated (unframed, as Hive's Java clie
 Apache Hive's.
 
 - Calls take and return ``hive_metastore.ttypes`` objects or plain Python values as documented per
-  method. HMS exceptions (``NoSuchTxnException``, ``TxnAbortedException``, ``NoSuchLockException``,
-  ``TxnOpenException``, ``MetaException``, ``TApplicationException`` for a method the server lacks,
-  ...) pass through unchanged.
+  method. They go through :attr:`MetastoreClient.hms` (:class:`hivemesh.client.hms.HmsCalls`, one
+  typed method per HMS call hivemesh makes, with its retry class), so HMS exceptions arrive as the
+  hivemesh errors of :mod:`hivemesh.client.errors` (``NoSuchTxnError``, ``TxnAbortedError``,
+  ``NoSuchLockError``, ``TxnOpenError``, ``MetaError``, ...), each still an instance of the Thrift
+  exception it stands for (``except NoSuchTxnException`` catches it). ``TApplicationException`` (a
+  method the server lacks) passes unchanged; so does everything :meth:`MetastoreClient.call` raises.
 - Transport errors (connection refused or reset, timeouts) close the connection. The call is then
   retried on a new connection, up to ``retries`` times with exponential backoff, when it is
   idempotent (reads, heartbeats, ``check_lock``, ``allocate_table_write_ids`` which answers the
@@ -71,7 +74,8 @@ from thrift.transport import TSocket, TSSLSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
 import hivemesh.hive  # noqa: F401 - the HMS exceptions can propagate through `with`
-from hivemesh.errors import HivemeshError
+from hivemesh.client.errors import MetastoreClientError
+from hivemesh.client.hms import HmsCalls
 from hivemesh.hive.txn_lists import ValidTxnList, ValidTxnWriteIdList, ValidWriteIdList
 from hivemesh.kerberos import KerberosInitiator, SaslError
 
@@ -114,10 +118,6 @@ _UNITS_S = {
     "us": 1e-6, "usec": 1e-6, "usecs": 1e-6, "microsecond": 1e-6, "microseconds": 1e-6,
     "ns": 1e-9, "nsec": 1e-9, "nsecs": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
 }  # fmt: skip
-
-
-class MetastoreClientError(HivemeshError, RuntimeError):
-    """An error of this client itself (HMS exceptions are raised unchanged instead)."""
 
 
 class LockNotAcquiredError(MetastoreClientError):
@@ -469,6 +469,8 @@ class MetastoreClient:
         self._txn_timeout_known = False
         self._transport: TTransport.TTransportBase | None = None
         self._client: ThriftHiveMetastore.Client | None = None
+        self.hms = HmsCalls(self)
+        """The HMS calls of this client, typed (:class:`hivemesh.client.hms.HmsCalls`)."""
         if connect:
             self.connect()
 
@@ -600,7 +602,8 @@ class MetastoreClient:
             time.sleep(delay)
 
     def call(self, method: str, *args: Any, idempotent: bool = False) -> Any:
-        """Call any HMS method by name. A transport error while connecting is always retried;
+        """Call any HMS method by name (hivemesh's own calls go through the typed :attr:`hms`, which
+        says per call whether it is idempotent). A transport error while connecting is always retried;
         one during the call only when ``idempotent`` (the connection is reopened either way). Raises the
         method's HMS exceptions unchanged, TApplicationException for a method the server lacks,
         AttributeError for a name the Thrift client lacks, and the transport error (TTransportException,
@@ -629,7 +632,7 @@ class MetastoreClient:
     def get_config_value(self, name: str, default: str) -> str:
         """The metastore's value of ``name`` (``default`` when unset). ConfigValSecurityException
         for keys outside ``hive.*``/``hdfs.*``/``mapred.*``/``metastore.*``."""
-        return str(self.call("get_config_value", name, default, idempotent=True))
+        return str(self.hms.get_config_value(name, default))
 
     # ------------------------------------------------------------------ transactions
     def open_txns(
@@ -657,7 +660,7 @@ class MetastoreClient:
             replSrcTxnIds=list(repl_src_txn_ids) if repl_src_txn_ids is not None else None,
             txn_type=txn_type,
         )
-        return list(self.call("open_txns", req).txn_ids)
+        return list(self.hms.open_txns(req).txn_ids)
 
     def open_txn(self, **kwargs: Any) -> int:
         """Open one txn; its id (keywords as :meth:`open_txns`). Raises as :meth:`open_txns`."""
@@ -666,33 +669,31 @@ class MetastoreClient:
     def commit_txn(self, txn_id: int, *, repl_policy: str | None = None, **fields: Any) -> None:
         """Commit ``txn_id`` (its locks are released). NoSuchTxnException, TxnAbortedException.
         Extra ``CommitTxnRequest`` fields (``writeEventInfos``, ``keyValue``, ...) by keyword."""
-        self.call("commit_txn", CommitTxnRequest(txnid=txn_id, replPolicy=repl_policy, **fields))
+        self.hms.commit_txn(CommitTxnRequest(txnid=txn_id, replPolicy=repl_policy, **fields))
 
     def abort_txn(self, txn_id: int, *, repl_policy: str | None = None) -> None:
         """Abort ``txn_id`` (its locks are released). NoSuchTxnException, TxnAbortedException."""
-        self.call("abort_txn", AbortTxnRequest(txnid=txn_id, replPolicy=repl_policy))
+        self.hms.abort_txn(AbortTxnRequest(txnid=txn_id, replPolicy=repl_policy))
 
     def abort_txns(self, txn_ids: Iterable[int]) -> None:
         """Abort several txns. NoSuchTxnException when one is unknown."""
-        self.call("abort_txns", AbortTxnsRequest(txn_ids=list(txn_ids)))
+        self.hms.abort_txns(AbortTxnsRequest(txn_ids=list(txn_ids)))
 
     def heartbeat(self, txn_id: int | None = None, lock_id: int | None = None) -> None:
         """Keep a txn and/or a txn-less lock alive (``hive.txn.timeout``). NoSuchTxnException,
         TxnAbortedException, NoSuchLockException."""
-        self.call("heartbeat", HeartbeatRequest(lockid=lock_id, txnid=txn_id), idempotent=True)
+        self.hms.heartbeat(HeartbeatRequest(lockid=lock_id, txnid=txn_id))
 
     def heartbeat_txn_range(self, min_txn: int, max_txn: int) -> HeartbeatTxnRangeResponse:
         """Heartbeat txns ``min_txn..max_txn`` (inclusive); the answer's ``aborted`` and ``nosuch``
         sets name those that could not be. Declares no HMS exception (a txn it cannot heartbeat is named in
         the answer); raises the transport error left after the retries."""
-        return self.call(
-            "heartbeat_txn_range", HeartbeatTxnRangeRequest(min=min_txn, max=max_txn), idempotent=True
-        )
+        return self.hms.heartbeat_txn_range(HeartbeatTxnRangeRequest(min=min_txn, max=max_txn))
 
     def get_open_txns(self) -> GetOpenTxnsResponse:
         """High watermark, open and aborted txn ids (ascending) and ``abortedBits``. Declares no HMS
         exception; raises the transport error left after the retries."""
-        return self.call("get_open_txns", idempotent=True)
+        return self.hms.get_open_txns()
 
     def valid_txn_list(self, current_txn: int | None = None) -> ValidTxnList:
         """The ValidTxnList a reader uses (Hive ``createValidReadTxnList``): from
@@ -722,7 +723,7 @@ class MetastoreClient:
             ]
         else:
             req.txnIds = list(txn_ids)
-        resp = self.call("allocate_table_write_ids", req, idempotent=True)
+        resp = self.hms.allocate_table_write_ids(req)
         return {p.txnId: p.writeId for p in resp.txnToWriteIds}
 
     def valid_write_ids(
@@ -743,7 +744,7 @@ class MetastoreClient:
         req = GetValidWriteIdsRequest(
             fullTableNames=list(tables), validTxnList=str(valid_txn_list), writeId=write_id
         )
-        resp = self.call("get_valid_write_ids", req, idempotent=True)
+        resp = self.hms.get_valid_write_ids(req)
         out = {}
         for t in resp.tblValidWriteIds or []:
             w = ValidWriteIdList.from_table_valid_write_ids(t)
@@ -790,7 +791,7 @@ class MetastoreClient:
             hostname=host or self.hostname,
             agentInfo=agent_info,
         )
-        resp: LockResponse = self.call("lock", req)
+        resp: LockResponse = self.hms.lock(req)
         if not wait:
             return resp
         start = time.monotonic()
@@ -820,12 +821,12 @@ class MetastoreClient:
     def check_lock(self, lock_id: int, txn_id: int | None = None) -> LockResponse:
         """The state of a lock (also a heartbeat of it). NoSuchLockException, NoSuchTxnException,
         TxnAbortedException."""
-        return self.call("check_lock", CheckLockRequest(lockid=lock_id, txnid=txn_id), idempotent=True)
+        return self.hms.check_lock(CheckLockRequest(lockid=lock_id, txnid=txn_id))
 
     def unlock(self, lock_id: int) -> None:
         """Release a txn-less lock (or a txn's lock still waiting). NoSuchLockException;
         TxnOpenException for an acquired lock of an open txn (those end with the txn)."""
-        self.call("unlock", UnlockRequest(lockid=lock_id))
+        self.hms.unlock(UnlockRequest(lockid=lock_id))
 
     def show_locks(
         self,
@@ -841,7 +842,7 @@ class MetastoreClient:
         req = ShowLocksRequest(
             dbname=db, tablename=table, partname=partition, isExtended=extended, txnid=txn_id
         )
-        return list(self.call("show_locks", req, idempotent=True).locks or [])
+        return list(self.hms.show_locks(req).locks or [])
 
     # ------------------------------------------------------------------ notifications
     def next_notification(
@@ -870,7 +871,7 @@ class MetastoreClient:
             req.dbName = db
         if table_names:
             req.tableNames = table_names
-        events = list(self.call("get_next_notification", req, idempotent=True).events or [])
+        events = list(self.hms.get_next_notification(req).events or [])
         if db:
             events = [e for e in events if (e.dbName or "").lower() == db.lower()]
         if table_names:
@@ -880,7 +881,7 @@ class MetastoreClient:
     def current_notification_event_id(self) -> int:
         """Id of the newest notification event (0 for an empty log). Declares no HMS exception; raises the
         transport error left after the retries."""
-        return int(self.call("get_current_notificationEventId", idempotent=True).eventId)
+        return int(self.hms.get_current_notificationEventId().eventId)
 
     # ------------------------------------------------------------------ context managers
     @property

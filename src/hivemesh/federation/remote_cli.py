@@ -217,7 +217,7 @@ def _check(spec: RemoteSpec, config_path: str | None) -> None:
 
     try:
         with MetastoreClient(",".join(primary.uris), timeout_s=30, tls=member_tls(primary)) as client:
-            client.call("get_database", spec.local_db, idempotent=True)
+            client.hms.get_database(spec.local_db)
     except NoSuchObjectException:
         _fail(
             f"table link {spec.local_name}: no database {spec.local_db} in the primary metastore {primary.name!r}"

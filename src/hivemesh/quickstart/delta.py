@@ -119,8 +119,8 @@ def _replicas(uri: str) -> list[tuple[str, int, int, str]]:
 
     out = []
     with MetastoreClient(uri) as client:
-        for name in sorted(client.raw.get_all_tables(DATABASE)):
-            loc = client.raw.get_table(DATABASE, name).sd.location
+        for name in sorted(client.hms.get_all_tables(DATABASE)):
+            loc = client.hms.get_table(DATABASE, name).sd.location
             dt = DeltaTable(local_path(loc))
             out.append((name, dt.version(), len(dt.file_uris()), loc))
     return out

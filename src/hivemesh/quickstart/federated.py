@@ -184,7 +184,7 @@ def _placements(proxy_uri: str, loads: dict[str, LoadResult], data_dir: Path) ->
     with MetastoreClient(proxy_uri) as client:
         for table in TABLES:
             db, name = proxy_name(table).split(".")
-            location = _short_location(client.raw.get_table(db, name).sd.location, data_dir, zone_of(table))
+            location = _short_location(client.hms.get_table(db, name).sd.location, data_dir, zone_of(table))
             out.append(Placement(table, zone_of(table), proxy_name(table), loads[table].rows, location))
     return out
 

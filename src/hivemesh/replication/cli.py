@@ -252,6 +252,7 @@ def _verify_policy(
     _Failure (exit 2) naming the policy when a zone is unreachable or a step fails."""
     from thrift.Thrift import TException
 
+    from hivemesh.client.errors import error_name
     from hivemesh.client.metastore import TRANSPORT_ERRORS
     from hivemesh.errors import HivemeshError
     from hivemesh.replication.runner import record_failure
@@ -271,7 +272,7 @@ def _verify_policy(
         try:
             if hasattr(runner, "compare"):  # a Delta policy: replicas compared with their sources
                 return list(runner.compare(check_data=check_data))
-            return compare(  # through ThriftCalls: Hive 4.2 peers lack get_table, see there
+            return compare(  # through the runner's HMS calls: Hive 4.2 peers lack get_table, see there
                 runner.source_calls,
                 runner.target_calls,
                 policy,
@@ -282,7 +283,7 @@ def _verify_policy(
                 source_zone=runner.paths.source_roots,
             )
         except expected as e:
-            raise _Failure(_one_line(f"policy {policy.name}: cannot compare: {type(e).__name__}: {e}")) from e
+            raise _Failure(_one_line(f"policy {policy.name}: cannot compare: {error_name(e)}: {e}")) from e
 
     try:
         before = differences()

@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from hivemesh.client.errors import error_name
 from hivemesh.replication.config import PolicyConfig, ReplicationFile, TargetFormat
 from hivemesh.replication.metrics import ReplicationMetrics
 from hivemesh.replication.runner import PolicyRunner, record_failure, since_ms, zone_client
@@ -91,7 +92,7 @@ def run_once(
             else:
                 log.debug("policy %s failed: %s", policy.name, failures[policy.name])
             if metrics is not None:
-                metrics.errors.labels(policy.name, type(e).__name__).inc()
+                metrics.errors.labels(policy.name, error_name(e)).inc()
         finally:
             if runner is not None:
                 runner.close()
@@ -178,7 +179,7 @@ class ReplicationService:
                     self._stop.wait(interval)
             except Exception as e:
                 message = record_failure(self.store, policy.name, e)
-                self.metrics.errors.labels(policy.name, type(e).__name__).inc()
+                self.metrics.errors.labels(policy.name, error_name(e)).inc()
                 log.error(
                     "policy %s: %s; retrying in %.0fs", policy.name, message, backoff, exc_info=_unexpected(e)
                 )

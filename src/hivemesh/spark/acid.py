@@ -157,7 +157,7 @@ class AcidSession:
             if key in self.snapshots:
                 return self.snapshots[key]
             txn = self._ensure_txn()
-            tbl = self.client.call("get_table", db, name, idempotent=True)
+            tbl = self.client.hms.get_table(db, name)
             table_layout(tbl)  # raises when not transactional
             resp = self.client.lock([lock_component(db, name)], txn_id=txn, agent_info=AGENT_INFO)
             own: dict[str, ValidTxnList] = {}

@@ -474,7 +474,7 @@ class _Statement:
         names = [name for name, _ in partitions]
         existing = {
             t.partition_name(p.values): p
-            for p in self.client.call("get_partitions_by_names", t.db, t.table_name, names, idempotent=True)
+            for p in self.client.hms.get_partitions_by_names(t.db, t.table_name, names)
         }
         for name, values in partitions:
             default = t.default_location(values)
@@ -484,9 +484,7 @@ class _Statement:
             if part is None:
                 if t.add_partition(values):
                     continue
-                part = self.client.call(  # created concurrently
-                    "get_partition", t.db, t.table_name, list(values), idempotent=True
-                )
+                part = self.client.hms.get_partition(t.db, t.table_name, list(values))  # created concurrently
             if not storage.same_location(part.sd.location, default):
                 self._move_delta(default, part.sd.location)
 

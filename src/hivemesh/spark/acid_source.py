@@ -124,7 +124,7 @@ def _connect(uri: str) -> Any:
 
 def _table_info(client: Any, table: str) -> tuple[TableInfo, Any]:
     db, name = split_name(table)
-    tbl = client.call("get_table", db, name, idempotent=True)
+    tbl = client.hms.get_table(db, name)
     table_layout(tbl)  # NotTransactionalError when it is not transactional
     info = TableInfo(
         db=tbl.dbName,
@@ -316,7 +316,7 @@ class HiveAcidReader(DataSourceReader):
         try:
             info = self._ensure_info(client)
             full = f"{info.db}.{info.name}"
-            tbl = client.call("get_table", info.db, info.name, idempotent=True)
+            tbl = client.hms.get_table(info.db, info.name)
             layout = table_layout(tbl)
             given_txns, given_ids = self.options.get("valid_txns"), self.options.get("valid_write_ids")
             if bool(given_txns) != bool(given_ids):

@@ -284,7 +284,7 @@ class _Resolver:
         if name not in self.tables:
             db, table = name.split(".", 1)
             try:
-                tbl = self.session.client.call("get_table", db, table, idempotent=True)
+                tbl = self.session.client.hms.get_table(db, table)
             except NoSuchObjectException:
                 tbl = None
             if tbl is not None and (tbl.tableType == "VIRTUAL_VIEW" or not is_transactional(tbl)):
