@@ -77,7 +77,7 @@ from thrift.Thrift import TApplicationException, TException
 from hivemesh.client.errors import translate
 from hivemesh.hive.hms_methods import REQUEST_FORMS
 
-__all__ = ["RETRY", "HmsCalls", "Retry"]
+__all__ = ["RETRY", "Caller", "HmsCalls", "Retry"]
 
 
 class Retry(enum.Enum):
