@@ -183,6 +183,34 @@ def test_delta_policies_need_data_and_their_own_runner(tmp_path: Path) -> None:
     store.dispose()
 
 
+class _Client:
+    """A metastore client as its owner holds it: connected, closed by the owner."""
+
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("fmt", ["hive", "delta"])
+def test_runners_use_the_clients_they_are_given(tmp_path: Path, fmt: str) -> None:
+    """A runner given its clients connects none of its own (the zones' metastores here resolve
+    nowhere) and leaves them open at close: their owner closes them."""
+    from hivemesh.replication.service import make_runner
+    from hivemesh.replication.state import ReplicationStore
+
+    cfg = parse_replication_config({"zones": ZONES, "replication": {"policies": [_policy(format=fmt)]}})
+    store = ReplicationStore(f"sqlite:///{tmp_path / 'r.db'}")
+    source, target = _Client(), _Client()
+    runner = make_runner(cfg, cfg.replication.policies[0], store, "me", source=source, target=target)
+    assert (runner.source, runner.target) == (source, target)
+    assert type(runner).__name__ == ("PolicyRunner" if fmt == "hive" else "DeltaPolicyRunner")
+    assert store.get("sales-to-cloud") is not None
+    runner.close()
+    assert not source.closed and not target.closed
+    store.dispose()
+
+
 def test_an_unreachable_zone_is_one_line_and_exit_2(tmp_path: Path) -> None:
     """``replicate verify`` and ``run --once`` against a zone nobody listens on: one line naming
     the zone, exit 2, neither a traceback nor Thrift's own "Could not connect" log lines; and

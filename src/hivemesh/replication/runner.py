@@ -22,6 +22,10 @@ the source's:
    own in the background while the others keep flowing; the events it missed are applied when it
    is done. One no longer matching is left on the target and recorded as ``stopped``.
 
+The loop itself (lease, checkpoint, batches, resync detection) is
+:class:`~hivemesh.replication.policy.PolicyLoop`'s, which events are applied and which go together
+is :mod:`hivemesh.replication.planner`'s; PolicyRunner applies them to a Hive target.
+
 Events an object of the target cannot take (it is missing, e.g. dropped on the target by hand)
 are healed from the source: the object is written again as the source has it now, or dropped when
 the source no longer has it.
@@ -32,10 +36,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from hive_metastore.ttypes import (
@@ -48,7 +50,6 @@ from hive_metastore.ttypes import (
     MetaException,
     NoSuchObjectException,
     NotificationEvent,
-    NotificationEventRequest,
     OpenTxnRequest,
     PartitionsStatsRequest,
     ReplTblWriteIdStateRequest,
@@ -58,22 +59,37 @@ from hive_metastore.ttypes import (
 from thrift.Thrift import TApplicationException
 
 from hivemesh.client.metastore import MetastoreClient
-from hivemesh.errors import HivemeshError
 from hivemesh.hive import event_messages as ev
 from hivemesh.hive.constants import now_ms
 from hivemesh.hive.events import ALLOC_WRITE_ID_EVENT
 from hivemesh.hive.hms_methods import REQUEST_FORMS
 from hivemesh.hive.names import make_part_name
 from hivemesh.metastore.replay import Replayer, relocator_for
-from hivemesh.replication.config import DataMode, PolicyConfig, ReplicationFile, TargetFormat, ZoneConfig
-from hivemesh.replication.data import DataMover, SyncResult, ZoneStorage
+from hivemesh.replication.config import DataMode, PolicyConfig, TargetFormat
+from hivemesh.replication.data import DataMover, SyncResult
+from hivemesh.replication.errors import ReplicationError
 from hivemesh.replication.paths import LocationRefused
+from hivemesh.replication.planner import Bootstrapping, Plan, PutPartitions
+from hivemesh.replication.policy import PolicyLoop, StepResult
 from hivemesh.replication.scope import Scope, event_object
 from hivemesh.replication.state import PolicyState, ReplicationStore
+from hivemesh.replication.tables import is_view, owns_data
 from hivemesh.replication.txn_writes import committed_writes
+from hivemesh.replication.zones import connect_zone, zone_client
 from hivemesh.storage.locations import location_key
 
-__all__ = ["PAGE", "PolicyRunner", "ReplicationError", "StepResult", "ThriftCalls", "relocator_for"]
+__all__ = [
+    "PAGE",
+    "PolicyRunner",
+    "ReplicationError",
+    "StepResult",
+    "ThriftCalls",
+    "connect_zone",
+    "is_view",
+    "owns_data",
+    "relocator_for",
+    "zone_client",
+]
 
 log = logging.getLogger(__name__)
 
@@ -81,36 +97,6 @@ PAGE = 500
 """Partitions read and written per metastore call in bootstraps."""
 LOOKBACK_EVENTS = 100_000
 """How far back a bootstrap looks for the allocations of write ids open at the source."""
-LEASE_MS = 30_000
-VIEW_TYPES = ("VIRTUAL_VIEW", "MATERIALIZED_VIEW")
-
-
-class ReplicationError(HivemeshError, RuntimeError):
-    """A policy cannot go on; the message names the policy and the peer."""
-
-
-def zone_client(zone: ZoneConfig, timeout_s: float, retries: int = 3) -> MetastoreClient:
-    """A connected client of ``zone``'s metastore, over TLS and with Kerberos as the zone's settings
-    say (``timeout_s``: socket timeout, seconds). Raises what MetastoreClient raises (transport
-    errors), TlsError or KerberosError."""
-    return MetastoreClient(
-        zone.metastore,
-        timeout_s=timeout_s,
-        retries=retries,
-        tls=zone.tls_context(),
-        kerberos=zone.kerberos_initiator(),
-    )
-
-
-def connect_zone(policy: str, name: str, zone: ZoneConfig, timeout_s: float) -> MetastoreClient:
-    """:func:`zone_client` for policy ``policy``'s zone ``name``; raises ReplicationError naming
-    the policy, the zone and its metastore when it cannot be reached."""
-    try:
-        return zone_client(zone, timeout_s)
-    except Exception as e:
-        raise ReplicationError(
-            f"policy {policy}: zone {name!r} metastore {zone.metastore} is unreachable: {e}"
-        ) from e
 
 
 # plain calls Hive 4.2 dropped -> their request forms (sent once the peer says it lacks the call)
@@ -147,34 +133,9 @@ class ThriftCalls:
         return call
 
 
-@dataclass
-class StepResult:
-    """What one :meth:`PolicyRunner.step` did."""
-
-    applied: int = 0
-    skipped: int = 0
-    last_event_id: int | None = None
-    bootstrapped: bool = False
-    resynced: bool = False
-    data: SyncResult = field(default_factory=SyncResult)
-
-
 def _transactional(table: Table) -> bool:
     flag: str = (table.parameters or {}).get("transactional", "")
     return flag.lower() == "true"
-
-
-def is_view(table: Table) -> bool:
-    """Whether ``table`` is a view (VIRTUAL_VIEW or MATERIALIZED_VIEW, in any case): no data to copy."""
-    return (table.tableType or "").upper() in VIEW_TYPES
-
-
-def owns_data(table: Table) -> bool:
-    """Whether dropping ``table`` or its partitions deletes their data: a managed table (its type
-    in any case), or an external one with ``external.table.purge`` (Hive 4 makes its non-ACID
-    managed tables so)."""
-    purge = (table.parameters or {}).get("external.table.purge", "")
-    return (table.tableType or "").upper() == "MANAGED_TABLE" or purge.lower() == "true"
 
 
 def _location(obj: Any) -> str | None:
@@ -182,58 +143,31 @@ def _location(obj: Any) -> str | None:
     return sd.location if sd is not None else None
 
 
-class PolicyRunner:
-    """Replicates ``policy`` of ``config`` with its state in ``store``.
-
-    ``owner``: this process's lease name (:func:`hivemesh.replication.state.lease_owner`).
-    ``metrics``: a :class:`hivemesh.replication.metrics.ReplicationMetrics` or None.
-    ``progress``: a ``rich.progress.Progress`` for bootstraps and large copies, or None.
-    Raises ReplicationError naming the peer when a metastore cannot be reached.
+class PolicyRunner(PolicyLoop):
+    """Replicates ``policy`` (``format: hive``) of ``config`` with its state in ``store``: the
+    executor of :class:`~hivemesh.replication.policy.PolicyLoop` for a Hive target (see the module
+    docstring). Arguments as PolicyLoop's (``source`` / ``target``: clients to use instead of
+    connecting). Raises ReplicationError for a policy of another format, and naming the peer when a
+    metastore cannot be reached.
     """
 
-    def __init__(
-        self,
-        config: ReplicationFile,
-        policy: PolicyConfig,
-        store: ReplicationStore,
-        owner: str,
-        metrics: Any = None,
-        progress: Any = None,
-    ):
-        self.config = config
-        self.policy = policy
-        self.name = policy.name
-        self.store = store
-        self.owner = owner
-        self.metrics = metrics
-        self.progress = progress
-        rc = config.replication
+    calls_type = ThriftCalls
+
+    def _check_format(self, policy: PolicyConfig) -> None:
         if policy.format != TargetFormat.HIVE:
             raise ReplicationError(
                 f"policy {policy.name}: format {policy.format.value} runs through "
                 "hivemesh.replication.service.make_runner (DeltaPolicyRunner), not PolicyRunner"
             )
-        self.source_zone = config.zones[policy.source]
-        self.target_zone = config.zones[policy.target]
-        opposite = [p for p in rc.policies if (p.source, p.target) == (policy.target, policy.source)]
-        self.scope = Scope(policy, opposite)
-        timeout_s = config.replication.timeout_s
-        self.source = connect_zone(policy.name, policy.source, self.source_zone, timeout_s)
-        self.target = connect_zone(policy.name, policy.target, self.target_zone, timeout_s)
-        self.source_calls = ThriftCalls(self.source)
-        self.target_calls = ThriftCalls(self.target)
-        self.paths = config.paths(policy)
-        self.relocate = self.paths.relocate_checked  # every location written: never into the source zone
-        self.replayer = Replayer(
-            self.target_calls, repl_policy=f"hivemesh.{policy.name}", relocate=self.relocate
-        )
-        self.source_storage = ZoneStorage(self.source_zone.s3)
-        self.target_storage = ZoneStorage(self.target_zone.s3)
+
+    def _setup(self) -> None:
+        """The copy threads (``data: copy``) and the pool of background bootstraps."""
+        policy, rc = self.policy, self.config.replication
         self.mover: DataMover | None = None
         if policy.data == DataMode.COPY:
             self.mover = DataMover(
                 policy.name,
-                store,
+                self.store,
                 self.source_storage,
                 self.target_storage,
                 threads=rc.copy_threads,
@@ -245,28 +179,16 @@ class PolicyRunner:
             )
         self._bootstraps: dict[tuple[str, str], Future[SyncResult]] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bootstrap-{policy.name}")
-        self._stopping = threading.Event()
         self._warned: set[str] = set()
         self._progress_lock = threading.Lock()
         self._copy_task: Any = None
         self._copied_bytes = 0
-        self._rules_checked = False
-        self._lease_renew_at = 0.0  # time.monotonic() after which the lease is renewed
-        self.state = store.ensure(policy.name, policy.source, policy.target)
 
-    def close(self) -> None:
-        """Stop background work and close connections (the lease is released). Never raises: a store that
-        cannot release the lease is logged (the lease then expires)."""
-        self._stopping.set()
+    def _end_background(self) -> None:
+        """Background bootstraps stopped, the copy threads closed."""
         self._pool.shutdown(wait=True, cancel_futures=True)
         if self.mover is not None:
             self.mover.close()
-        try:
-            self.store.release(self.name, self.owner)
-        except Exception as e:  # the store may be gone at shutdown: the lease then expires
-            log.warning("policy %s: could not release its lease: %s", self.name, e)
-        self.source.close()
-        self.target.close()
 
     # ------------------------------------------------------------------ helpers
     def _on_bytes(self, n: int) -> None:
@@ -306,25 +228,6 @@ class PolicyRunner:
             self.metrics.files_copied.labels(self.name).inc(result.copied)
         if into is not None:
             into.add(result)
-
-    def current_event_id(self) -> int:
-        """The source's current notification event id, also set as the policy's
-        ``hivemesh_replication_source_event_id`` metric. Raises what the source's call raises."""
-        current = int(self.source.current_notification_event_id())
-        if self.metrics is not None:
-            self.metrics.source_event_id.labels(self.name).set(current)
-        return current
-
-    def _lease(self) -> None:
-        """Hold the policy's lease: renewed in the store once half of it has run out (not on every
-        poll). Raises ReplicationError naming the holder when another process runs the policy."""
-        if time.monotonic() < self._lease_renew_at:
-            return
-        if not self.store.acquire(self.name, self.owner, LEASE_MS):
-            st = self.store.get(self.name)
-            holder = st.lease_owner if st else "?"
-            raise ReplicationError(f"policy {self.name} is being run by {holder}; not starting a second copy")
-        self._lease_renew_at = time.monotonic() + LEASE_MS / 2000
 
     # ------------------------------------------------------------------ bootstrap
     def _source_tables(self, db: str) -> list[str]:
@@ -622,17 +525,19 @@ class PolicyRunner:
             pass
 
     # ------------------------------------------------------------------ events
-    def read_events(self, after: int, limit: int) -> list[NotificationEvent]:
-        """Up to ``limit`` source events after id ``after``. Raises what the source's call raises
-        (transport errors; the HMS call declares no exception)."""
-        resp = self.source_calls.get_next_notification(
-            NotificationEventRequest(lastEvent=after, maxEvents=limit)
-        )
-        return list(resp.events or [])
+    def _bootstrapping(self) -> Bootstrapping:
+        """Objects bootstrapped in the background (newly in scope): their events wait."""
+        return frozenset(self._bootstraps)
 
-    def _in_scope(self, db: str | None, table: str | None) -> bool:
-        if db is None:
-            return True
+    def plan(self, events: list[NotificationEvent]) -> Plan:
+        """The plan of a batch (see :func:`~hivemesh.replication.planner.plan_batch`); a database
+        that a policy of the other direction matches too is logged, once."""
+        for e in events:
+            if e.dbName:
+                self._warn_conflicts(e.dbName.lower())
+        return super().plan(events)
+
+    def _warn_conflicts(self, db: str) -> None:
         conflicts = self.scope.conflicts(db)
         if conflicts and db not in self._warned:
             self._warned.add(db)
@@ -641,42 +546,32 @@ class PolicyRunner:
                 "replicated (a database cannot be replicated both ways)",
                 self.name, db, ", ".join(conflicts),
             )  # fmt: skip
-        if table is None:
-            return self.scope.database(db) and (db, "") not in self._bootstraps
+
+    def _in_scope(self, db: str, table: str) -> bool:
+        """Whether table ``db.table`` is in scope and not bootstrapping in the background."""
         return (
             self.scope.table(db, table)
             and (db, table) not in self._bootstraps
             and (db, "") not in self._bootstraps
         )
 
-    def _coalescable(self, msg: ev.Message) -> bool:
-        """An ALTER_PARTITION that is no rename, of a table in scope: consecutive ones of one table
-        are applied as one ``alter_partitions`` call (the last after-image of each partition)."""
-        return (
-            isinstance(msg, ev.AlterPartition)
-            and list(msg.before.values or []) == list(msg.after.values or [])
-            and self._in_scope(msg.table.dbName.lower(), msg.table.tableName.lower())
-        )
-
-    def _apply_run(self, run: list[ev.AlterPartition], out: StepResult) -> None:
+    def put_partitions(self, action: PutPartitions, out: StepResult) -> None:
         """Apply consecutive ALTER_PARTITION events of one table: data of every partition, then
         one ``alter_partitions`` with the last after-image of each; on a target that cannot take
-        it (a partition missing), one event at a time (with healing)."""
-        latest: dict[tuple[str, ...], Any] = {}
-        for m in run:
-            latest[tuple(m.after.values or [])] = m.after
-        table = run[0].table
+        it (a partition missing), one event at a time (with healing). Raises as :meth:`apply`."""
+        images = list(action.images)
         try:
-            self._sync_all([_location(p) for p in latest.values()], out.data)
-            self.replayer.put_partition_images(table, list(latest.values()))
+            self._sync_all([_location(p) for p in images], out.data)
+            self.replayer.put_partition_images(action.table, images)
         except (NoSuchObjectException, InvalidObjectException, InvalidOperationException):
-            for m in run:
+            for m in action.messages:
                 self.apply(m.event, out, m)
-        out.applied += len(run)
+        out.applied += len(action.messages)
 
     def apply(self, event: NotificationEvent, out: StepResult, msg: ev.Message | None = None) -> bool:
-        """Apply one source event if it is in scope (data, then metadata); True when applied.
-        ``msg``: the event already decoded. Raises LocationRefused naming the event and its object
+        """Apply one source event that a plan says to apply (:class:`~hivemesh.replication.planner.Apply`:
+        in scope, a type the target takes): data, then metadata; True when applied, False when the
+        target had nothing to do (a txn this policy never opened). ``msg``: the event already decoded. Raises LocationRefused naming the event and its object
         when a location it would write to the target lies in the source zone."""
         if msg is None:
             msg = ev.parse_event(event)
@@ -694,15 +589,11 @@ class PolicyRunner:
             raise LocationRefused(why or str(e), e.source_location, e.target_location) from None
 
     def _apply_event(self, event: NotificationEvent, msg: ev.Message, out: StepResult) -> bool:
-        db, table = event_object(msg)
-        if isinstance(msg, ev.OpenTxn):
-            return False
         if isinstance(msg, (ev.CommitTxn, ev.AbortTxn)):
             return self._apply_txn_end(msg, out)
         if isinstance(msg, ev.AlterTable):
             return self._apply_alter_table(msg, out)
-        if not self._in_scope(db, table):
-            return False
+        db, table = event_object(msg)
         try:
             return self._apply(msg, out)
         except (NoSuchObjectException, InvalidObjectException, InvalidOperationException) as e:
@@ -714,7 +605,6 @@ class PolicyRunner:
             return True
 
     def _apply(self, msg: ev.Message, out: StepResult) -> bool:
-        drops = self.policy.propagate_drops
         if isinstance(msg, ev.CreateTable):
             if not msg.table.partitionKeys and not is_view(msg.table):
                 self._sync(_location(msg.table), out.data)
@@ -734,17 +624,11 @@ class PolicyRunner:
                 _location(msg.partition) if msg.partition is not None else _location(msg.table), out.data
             )
         elif isinstance(msg, ev.DropTable):
-            if not drops:
-                return False
             self._drop_target_table(msg.table.dbName, msg.table.tableName, msg.table)
         elif isinstance(msg, ev.DropPartition):
-            if not drops:
-                return False
             for values in msg.values:
                 self._drop_target_partition(msg.table, values)
         elif isinstance(msg, ev.DropDatabase):
-            if not drops:
-                return False
             self.replayer.apply(msg.event)
         elif isinstance(msg, ev.AllocWriteId):
             self._open_on_target([t.txnId for t in msg.txn_to_write_ids])
@@ -893,9 +777,6 @@ class PolicyRunner:
         out.data.add(self.bootstrap_table(db, table))
 
     # ------------------------------------------------------------------ rule changes
-    def _rules(self) -> dict[str, Any]:
-        return {"databases": self.policy.databases, "tables": self.policy.tables}
-
     def _rule_changes(self, state: PolicyState) -> None:
         """Start background bootstraps of objects newly in scope; record those out of scope."""
         old = state.rules
@@ -975,6 +856,9 @@ class PolicyRunner:
         other.progress = None
         return other
 
+    def _before_batch(self, checkpoint: int, out: StepResult) -> None:
+        self._finish_bootstraps(checkpoint, out)
+
     def _finish_bootstraps(self, checkpoint: int, out: StepResult) -> None:
         """Bootstraps that ended: apply the events they missed, then let their events flow."""
         for key, future in list(self._bootstraps.items()):
@@ -993,11 +877,7 @@ class PolicyRunner:
                 ]
                 if not events:
                     break
-                for e in events:
-                    msg = ev.parse_event(e)
-                    edb, etable = event_object(msg)
-                    if edb == db and (not table or etable == table):
-                        self.apply(e, out)
+                self._catch_up(db, table, events, out)
                 after = events[-1].eventId
             self.store.put_object(self.name, db, table, "replicating", start)
             log.info(
@@ -1006,123 +886,17 @@ class PolicyRunner:
                 f"{db}.{table}" if table else db,
             )
 
-    # ------------------------------------------------------------------ steps
-    def step(self, until: int | None = None) -> StepResult:
-        """One pass: bootstrap or resync when needed, then apply up to one batch of events (never
-        beyond event id ``until``). Raises on any error; the state stays where the last
-        checkpoint left it."""
-        self._lease()
-        out = StepResult()
-        state = self.store.get(self.name)
-        assert state is not None
-        if state.phase in ("new", "bootstrapping"):
-            self._run_bootstrap(state, out)
-            return out
-        if state.phase == "resyncing":
-            self._run_resync(state.resync_reason or "interrupted resync", out)
-            return out
-        if not self._rules_checked:
-            self._rules_checked = True
-            self._rule_changes(state)
-        checkpoint = state.event_id or 0
-        self._finish_bootstraps(checkpoint, out)
-        batch = self.config.replication.batch_events
-        events = self.read_events(checkpoint, batch)
-        current = self.current_event_id() if not events else None
-        if current is not None and current > checkpoint:
-            # Events up to ``current`` were committed before it was read: a second read that
-            # finds none means the log was purged past the checkpoint to its end.
-            events = self.read_events(checkpoint, batch)
-            if not events:
-                self._run_resync(
-                    f"the source's notification log was purged past the checkpoint: no event after it, "
-                    f"current event {current}, checkpoint {checkpoint}",
-                    out,
-                )
-                return out
-        if events and events[0].eventId > checkpoint + 1:
-            self._run_resync(
-                f"the source's notification log was purged past the checkpoint: next event {events[0].eventId}, "
-                f"checkpoint {checkpoint}",
-                out,
-            )
-            return out
-        if until is not None:
-            events = [e for e in events if e.eventId <= until]
-        last_time = state.event_time
-        run: list[ev.AlterPartition] = []  # consecutive plain ALTER_PARTITIONs of one table
+    def _catch_up(self, db: str, table: str, events: list[NotificationEvent], out: StepResult) -> None:
+        """Apply the ``events`` of ``db`` (``db.table`` when ``table``) that its own bootstrap
+        missed, as planned; they are not counted in ``out`` (its data is)."""
+        mine = []
         for e in events:
-            if self._stopping.is_set():
-                break
-            msg = ev.parse_event(e)
-            if self._coalescable(msg):
-                assert isinstance(msg, ev.AlterPartition)
-                if run and (run[0].table.dbName, run[0].table.tableName) != (
-                    msg.table.dbName,
-                    msg.table.tableName,
-                ):
-                    self._apply_run(run, out)
-                    run = []
-                run.append(msg)
-            else:
-                if run:
-                    self._apply_run(run, out)
-                    run = []
-                if self.apply(e, out, msg):
-                    out.applied += 1
-                else:
-                    out.skipped += 1
-            out.last_event_id = e.eventId
-            last_time = e.eventTime
-        if run:
-            self._apply_run(run, out)
-        if out.last_event_id is not None:
-            self.store.checkpoint(self.name, out.last_event_id, last_time, out.applied)
-        if self.metrics is not None:
-            self.metrics.events_applied.labels(self.name).inc(out.applied)
-            self.metrics.events_skipped.labels(self.name).inc(out.skipped)
-        return out
-
-    def _run_bootstrap(self, state: PolicyState, out: StepResult) -> None:
-        start = state.bootstrap_event_id
-        if start is None:
-            start = self.current_event_id()
-            self.store.update(self.name, phase="bootstrapping", bootstrap_event_id=start)
-        log.info("policy %s: bootstrap from source event %d", self.name, start)
-        t0 = time.monotonic()
-        out.data.add(self.bootstrap(prune=state.phase == "bootstrapping"))
-        self.store.update(self.name, phase="replicating", event_id=start, rules=self._rules(), copying=None)
-        self.store.checkpoint(self.name, start, None, 0)
-        out.bootstrapped = True
-        out.last_event_id = start
-        log.info("policy %s: bootstrap done in %.1fs (%d files, %d bytes copied)", self.name,
-                 time.monotonic() - t0, out.data.copied, out.data.bytes_copied)  # fmt: skip
-
-    def rescan(self) -> StepResult:
-        """Compare and repair now (continuous mode's ``rescan_interval_s``): like a resync, but
-        not counted as one; files are judged by size, the ledger and checksums. Raises ReplicationError
-        when another process holds the policy's lease, and the metastore, storage (OSError) and
-        LocationRefused errors of the comparison."""
-        self._lease()
-        out = StepResult()
-        self._run_resync("scheduled rescan", out, count=False)
-        return out
-
-    def _run_resync(self, reason: str, out: StepResult, count: bool = True) -> None:
-        start = self.current_event_id()
-        st = self.store.get(self.name)
-        assert st is not None
-        if count and st.phase != "resyncing":
-            log.warning("policy %s: re-syncing by comparison: %s", self.name, reason)
-            self.store.update(self.name, phase="resyncing", resync_reason=reason, resyncs=st.resyncs + 1)
-            if self.metrics is not None:
-                self.metrics.resyncs.labels(self.name).inc()
-        out.data.add(self.bootstrap(prune=True))
-        self._settle_txns()
-        self.store.update(self.name, phase="replicating", copying=None)
-        self.store.checkpoint(self.name, start, None, 0)
-        out.resynced = True
-        out.last_event_id = start
+            edb, etable = event_object(ev.parse_event(e))
+            if edb == db and (not table or etable == table):
+                mine.append(e)
+        uncounted = StepResult(data=out.data)
+        for action in self.plan(mine).actions:
+            self.execute(action, uncounted)
 
     def _settle_txns(self) -> None:
         """End on the target the replicated txns the source ended while its events were not
@@ -1140,56 +914,20 @@ class PolicyRunner:
                 self.target_calls.commit_txn(CommitTxnRequest(txnid=txn, replPolicy=self.replayer.policy))
             self.store.txn_ended(self.name, txn)
 
+    def _after_resync(self) -> None:
+        self._settle_txns()
+
     def resync(self, reason: str = "requested") -> StepResult:
         """Re-sync by comparison now (what ``verify --repair`` runs): the target made equal to the
-        source, copying only what differs; the checkpoint moves to the source's current event. Raises as
-        :meth:`rescan`."""
-        self._lease()
-        out = StepResult()
+        source, copying only what differs (files judged without trusting the ledger); the checkpoint
+        moves to the source's current event. Raises as :meth:`rescan`."""
         if self.mover is not None:  # the target's files may have changed behind the ledger's back
             self.mover.trust_ledger = False
         try:
-            self._run_resync(reason, out)
+            return super().resync(reason)
         finally:
             if self.mover is not None:
                 self.mover.trust_ledger = True
-        return out
-
-    def run_once(self) -> Iterator[StepResult]:
-        """Steps until every event up to the source's current id (read at the start) is applied
-        and background bootstraps are done; yields each step's result. Raises as :meth:`step` (from the
-        iteration that meets the error)."""
-        until = self.current_event_id()
-        while True:
-            res = self.step(until)
-            yield res
-            st = self.store.get(self.name)
-            assert st is not None
-            if st.phase == "replicating" and (st.event_id or 0) >= until and not self._bootstraps:
-                return
-            if res.applied == 0 and res.skipped == 0 and not res.bootstrapped and not res.resynced:
-                if self._bootstraps:
-                    time.sleep(0.05)
-                    continue
-                return
-
-    def lag(self) -> tuple[int, float]:
-        """``(events, seconds)`` the target is behind the source: events after the checkpoint, and
-        the age of the oldest of them (0 when caught up). Updates the stored source event id. Raises what
-        the source's calls raise and the store's errors."""
-        st = self.store.get(self.name)
-        checkpoint = (st.event_id if st else None) or 0
-        current = self.current_event_id()
-        self.store.update(self.name, source_event_id=current)
-        if current <= checkpoint:
-            return 0, 0.0
-        nxt = self.read_events(checkpoint, 1)
-        age = max(0.0, time.time() - nxt[0].eventTime) if nxt else 0.0
-        return current - checkpoint, age
-
-    def stop(self) -> None:
-        """Ask a running step to stop after its current event."""
-        self._stopping.set()
 
 
 def record_failure(store: ReplicationStore, policy: str, error: BaseException) -> str:

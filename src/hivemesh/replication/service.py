@@ -39,8 +39,10 @@ def make_runner(
     config: ReplicationFile, policy: PolicyConfig, store: ReplicationStore, owner: str, **kw: Any
 ) -> Any:
     """The runner of ``policy``: a :class:`PolicyRunner` for ``format: hive``, a
-    :class:`~hivemesh.replication.delta.runner.DeltaPolicyRunner` for ``format: delta``. Raises
-    ReplicationError naming the peer when a metastore cannot be reached (the runners' constructors)."""
+    :class:`~hivemesh.replication.delta.runner.DeltaPolicyRunner` for ``format: delta``; ``kw``: their
+    keyword arguments (``metrics``, ``progress``, and ``source`` / ``target`` clients to use instead of
+    connecting). Raises ReplicationError naming the peer when a metastore cannot be reached (the
+    runners' constructors)."""
     if policy.format == TargetFormat.DELTA:
         from hivemesh.replication.delta.runner import DeltaPolicyRunner
 

@@ -27,9 +27,6 @@ recorded (its ``txn`` action) is skipped.
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +35,6 @@ from hive_metastore.ttypes import (
     FieldSchema,
     NoSuchObjectException,
     NotificationEvent,
-    NotificationEventRequest,
     SerDeInfo,
     StorageDescriptor,
     Table,
@@ -50,26 +46,19 @@ from hivemesh.acid.tables import is_insert_only, is_transactional, table_file_fo
 from hivemesh.hive import event_messages as ev
 from hivemesh.hive.events import ABORT_TXN, ALLOC_WRITE_ID_EVENT, COMMIT_TXN, OPEN_TXN
 from hivemesh.hive.txn_lists import LONG_MAX, ValidTxnList, ValidWriteIdList
-from hivemesh.metastore.replay import Replayer
-from hivemesh.replication.config import PolicyConfig, ReplicationFile, ZoneConfig
-from hivemesh.replication.data import SyncResult, ZoneStorage
+from hivemesh.replication.config import ZoneConfig
+from hivemesh.replication.data import SyncResult
 from hivemesh.replication.delta.files import FileLayout, acid_units, plain_units
 from hivemesh.replication.delta.replica import DeltaReplica, PartitionSource, ReplicaSync
 from hivemesh.replication.delta.schema import UnsupportedSchemaError, arrow_type, delta_schema
+from hivemesh.replication.errors import ReplicationError
 from hivemesh.replication.paths import LocationRefused
-from hivemesh.replication.runner import (
-    LEASE_MS,
-    LOOKBACK_EVENTS,
-    PAGE,
-    ReplicationError,
-    StepResult,
-    ThriftCalls,
-    connect_zone,
-    is_view,
-    owns_data,
-)
-from hivemesh.replication.scope import Scope, event_object
-from hivemesh.replication.state import ReplicationStore
+from hivemesh.replication.planner import PutPartitions
+from hivemesh.replication.policy import PolicyLoop, StepResult
+from hivemesh.replication.runner import LOOKBACK_EVENTS, PAGE, ThriftCalls
+from hivemesh.replication.scope import event_object
+from hivemesh.replication.state import PolicyState
+from hivemesh.replication.tables import is_view, owns_data
 from hivemesh.replication.txn_writes import committed_writes
 from hivemesh.storage.locations import location_key
 
@@ -213,90 +202,26 @@ class _Write:
     write_id: int
 
 
-class DeltaPolicyRunner:
-    """Runs ``policy`` (``format: delta``) of ``config`` with its state in ``store`` (see the
-    module docstring). Same constructor and interface as PolicyRunner. Raises ReplicationError
-    naming the peer when a metastore cannot be reached."""
+class DeltaPolicyRunner(PolicyLoop):
+    """Runs ``policy`` (``format: delta``) of ``config`` with its state in ``store``: the executor
+    of :class:`~hivemesh.replication.policy.PolicyLoop` for a Delta target (see the module
+    docstring). Same constructor and interface as PolicyRunner. Raises ReplicationError naming the
+    peer when a metastore cannot be reached."""
 
-    def __init__(
-        self,
-        config: ReplicationFile,
-        policy: PolicyConfig,
-        store: ReplicationStore,
-        owner: str,
-        metrics: Any = None,
-        progress: Any = None,
-    ):
-        self.config = config
-        self.policy = policy
-        self.name = policy.name
-        self.store = store
-        self.owner = owner
-        self.metrics = metrics
-        self.progress = progress
-        rc = config.replication
-        self.source_zone = config.zones[policy.source]
-        self.target_zone = config.zones[policy.target]
-        opposite = [p for p in rc.policies if (p.source, p.target) == (policy.target, policy.source)]
-        self.scope = Scope(policy, opposite)
-        timeout_s = config.replication.timeout_s
-        self.source = connect_zone(policy.name, policy.source, self.source_zone, timeout_s)
-        self.target = connect_zone(policy.name, policy.target, self.target_zone, timeout_s)
-        self.source_calls = ThriftCalls(self.source)
-        self.target_calls = ThriftCalls(self.target)
-        self.paths = config.paths(policy)
-        self.relocate = self.paths.relocate_checked  # every location written: never into the source zone
-        self.replayer = Replayer(
-            self.target_calls, repl_policy=f"hivemesh.{policy.name}", relocate=self.relocate
-        )
-        self.source_storage = ZoneStorage(self.source_zone.s3)
-        self.target_storage = ZoneStorage(self.target_zone.s3)
+    calls_type = ThriftCalls
+    logger = log
+
+    def _setup(self) -> None:
+        """Delta's storage options, the dirty tables and the source's txns as followed."""
         self.storage_options = delta_storage_options(self.target_zone)
-        self.threads = rc.copy_threads
-        self._stopping = threading.Event()
-        self._lease_renew_at = 0.0
+        self.threads = self.config.replication.copy_threads
         self._dirty: dict[tuple[str, str], set[str] | None] = {}
         # the source's txns as of the last event applied (saved with each checkpoint):
         self._txn_hwm: int | None = None  # the highest source txn id opened
         self._open: set[int] = set()  # source txns open
         self._writes: dict[int, list[_Write]] = {}  # open source txn -> its write ids in scope
         self._refused: set[tuple[str, str]] = set()
-        self._rules_checked = False
         self.last_syncs: list[ReplicaSync] = []
-        self.state = store.ensure(policy.name, policy.source, policy.target)
-
-    def close(self) -> None:
-        """Close connections and release the lease. Never raises: a store that cannot release the lease is
-        logged (the lease then expires)."""
-        self._stopping.set()
-        try:
-            self.store.release(self.name, self.owner)
-        except Exception as e:
-            log.warning("policy %s: could not release its lease: %s", self.name, e)
-        self.source.close()
-        self.target.close()
-
-    def stop(self) -> None:
-        """Ask a running step to stop after its current event."""
-        self._stopping.set()
-
-    def current_event_id(self) -> int:
-        """The source's current notification event id, also set as the policy's
-        ``hivemesh_replication_source_event_id`` metric. Raises what the source's call raises."""
-        current = int(self.source.current_notification_event_id())
-        if self.metrics is not None:
-            self.metrics.source_event_id.labels(self.name).set(current)
-        return current
-
-    def _lease(self) -> None:
-        if time.monotonic() < self._lease_renew_at:
-            return
-        if not self.store.acquire(self.name, self.owner, LEASE_MS):
-            st = self.store.get(self.name)
-            raise ReplicationError(
-                f"policy {self.name} is being run by {st.lease_owner if st else '?'}; not starting a second copy"
-            )
-        self._lease_renew_at = time.monotonic() + LEASE_MS / 2000
 
     # ------------------------------------------------------------------ replicas
     def _options(self, location: str) -> dict[str, str] | None:
@@ -667,14 +592,6 @@ class DeltaPolicyRunner:
         return out
 
     # ------------------------------------------------------------------ events
-    def read_events(self, after: int, limit: int) -> list[NotificationEvent]:
-        """Up to ``limit`` source events after id ``after``. Raises what the source's call raises
-        (transport errors; the HMS call declares no exception)."""
-        resp = self.source_calls.get_next_notification(
-            NotificationEventRequest(lastEvent=after, maxEvents=limit)
-        )
-        return list(resp.events or [])
-
     def _mark(self, db: str, table: str, partitions: list[str] | None) -> None:
         key = (db.lower(), table.lower())
         if partitions is None:
@@ -699,11 +616,20 @@ class DeltaPolicyRunner:
         keys = [c.name for c in table.partitionKeys or []]
         return [make_part_name(keys, list(p.values if hasattr(p, "values") else p)) for p in partitions]
 
-    def apply(self, event: NotificationEvent, out: StepResult) -> bool:
-        """Apply one source event (see the module docstring); True when it was in scope. Raises as
-        :meth:`sync_table` for the tables it syncs, and the source's exceptions reading the committed txn's
-        writes."""
-        msg = ev.parse_event(event)
+    def put_partitions(self, action: PutPartitions, out: StepResult) -> None:
+        """Mark the partitions a run of ALTER_PARTITION events of one table altered dirty (synced
+        at the end of the batch); counts the events applied."""
+        self._mark(
+            action.table.dbName, action.table.tableName, self._part_names(action.table, list(action.images))
+        )
+        out.applied += len(action.messages)
+
+    def apply(self, event: NotificationEvent, out: StepResult, msg: ev.Message | None = None) -> bool:
+        """Apply one source event a plan says to apply (see the module docstring; ``msg``: it
+        decoded); True when it changed what the replicas will hold. Raises as :meth:`sync_table` for
+        the tables it syncs, and the source's exceptions reading the committed txn's writes."""
+        if msg is None:
+            msg = ev.parse_event(event)
         if isinstance(msg, (ev.OpenTxn, ev.AllocWriteId, ev.AbortTxn)):
             self._track_txn(msg)
             return False
@@ -720,15 +646,12 @@ class DeltaPolicyRunner:
                 ]
             return self._commit(msg, event, writes, reported)
         db, table = event_object(msg)
-        if db is None or table is None or not self.scope.table(db, table):
-            if isinstance(msg, ev.AlterTable):
-                return self._alter_table(msg, event)
-            return False
+        assert db is not None and table is not None  # the plan skips events of no table
+        if isinstance(msg, ev.AlterTable):
+            return self._alter_table(msg, event)
         if isinstance(msg, ev.CreateTable):
             if not is_view(msg.table):
                 self._mark(db, table, ALL)
-        elif isinstance(msg, ev.AlterTable):
-            return self._alter_table(msg, event)
         elif isinstance(msg, ev.DropTable):
             self._dirty.pop((db, table), None)
             if self.policy.propagate_drops:
@@ -737,10 +660,7 @@ class DeltaPolicyRunner:
             if not is_transactional(msg.table):
                 self._mark(db, table, self._part_names(msg.table, msg.partitions))
         elif isinstance(msg, ev.AlterPartition):
-            names = self._part_names(msg.table, [msg.before, msg.after])
-            if is_transactional(msg.table) and names[0] == names[1]:
-                return False
-            self._mark(db, table, sorted(set(names)))
+            self._mark(db, table, sorted(set(self._part_names(msg.table, [msg.before, msg.after]))))
         elif isinstance(msg, ev.DropPartition):
             if self.policy.propagate_drops:
                 self._mark(db, table, self._part_names(msg.table, msg.values))
@@ -819,13 +739,11 @@ class DeltaPolicyRunner:
         return True
 
     # ------------------------------------------------------------------ rules
-    def _rules(self) -> dict[str, Any]:
-        return {"databases": self.policy.databases, "tables": self.policy.tables}
-
-    def _rule_changes(self, old: dict[str, Any] | None) -> None:
+    def _rule_changes(self, state: PolicyState) -> None:
         """When the policy's rules changed since they were recorded, sync every table now in
         scope (new ones get their replicas; the others compare equal and commit nothing).
         Replicas of tables no longer in scope are left as they are."""
+        old = state.rules
         if old is not None and old != self._rules():
             log.info("policy %s: its rules changed; syncing the tables now in scope", self.name)
             self.bootstrap(prune=False)
@@ -833,6 +751,9 @@ class DeltaPolicyRunner:
             self.store.update(self.name, rules=self._rules())
 
     # ------------------------------------------------------------------ source txns
+    def _before_batch(self, checkpoint: int, out: StepResult) -> None:
+        self._load_source_txns()
+
     def _load_source_txns(self) -> None:
         hwm, open_txns, writes = self.store.source_txns(self.name)
         self._txn_hwm, self._open = hwm, open_txns
@@ -865,116 +786,19 @@ class DeltaPolicyRunner:
         self._save_source_txns()
 
     # ------------------------------------------------------------------ steps
-    def step(self, until: int | None = None) -> StepResult:
-        """One pass: bootstrap or resync when needed, else up to one batch of events (never
-        beyond event id ``until``), dirty tables synced, checkpoint stored. Raises ReplicationError when
-        another process holds the policy's lease, and any error of the work (metastore, storage, delta-rs);
-        the state stays where the last checkpoint left it."""
-        self._lease()
-        out = StepResult()
-        state = self.store.get(self.name)
-        assert state is not None
-        if state.phase in ("new", "bootstrapping"):
-            self._run_bootstrap(state.bootstrap_event_id, state.phase == "bootstrapping", out)
-            return out
-        if state.phase == "resyncing":
-            self._run_resync(state.resync_reason or "interrupted resync", out)
-            return out
-        if not self._rules_checked:
-            self._rules_checked = True
-            self._rule_changes(state.rules)
-        checkpoint = state.event_id or 0
-        self._load_source_txns()
+    def _read_batch(self, checkpoint: int) -> tuple[list[NotificationEvent], str | None]:
         events = self.read_events(checkpoint, self.config.replication.batch_events)
         if events and events[0].eventId > checkpoint + 1:
-            self._run_resync(
-                f"the source's notification log was purged past the checkpoint {checkpoint}", out
-            )
-            return out
-        if until is not None:
-            events = [e for e in events if e.eventId <= until]
-        last_time = state.event_time
-        for e in events:
-            if self._stopping.is_set():
-                break
-            if self.apply(e, out):
-                out.applied += 1
-            else:
-                out.skipped += 1
-            out.last_event_id = e.eventId
-            last_time = e.eventTime
+            return [], f"the source's notification log was purged past the checkpoint {checkpoint}"
+        return events, None
+
+    def _full_sync(self, start: int, prune: bool) -> SyncResult:
+        """The source's txns as of event ``start``, then every table synced."""
+        self._init_source_txns(start)
+        return self.bootstrap(prune=prune)
+
+    def _store_checkpoint(self, out: StepResult, event_time: int | None) -> None:
+        """The dirty tables synced, then the checkpoint stored with the source's txns."""
         self._flush(event_id=out.last_event_id)
         if out.last_event_id is not None:
-            self._save_source_txns((out.last_event_id, last_time, out.applied))
-        if self.metrics is not None:
-            self.metrics.events_applied.labels(self.name).inc(out.applied)
-            self.metrics.events_skipped.labels(self.name).inc(out.skipped)
-        return out
-
-    def _run_bootstrap(self, start: int | None, prune: bool, out: StepResult) -> None:
-        if start is None:
-            start = self.current_event_id()
-            self.store.update(self.name, phase="bootstrapping", bootstrap_event_id=start)
-        log.info("policy %s: Delta bootstrap from source event %d", self.name, start)
-        self._init_source_txns(start)
-        out.data.add(self.bootstrap(prune=prune))
-        self.store.update(self.name, phase="replicating", event_id=start, copying=None, rules=self._rules())
-        self.store.checkpoint(self.name, start, None, 0)
-        out.bootstrapped = True
-        out.last_event_id = start
-
-    def _run_resync(self, reason: str, out: StepResult, count: bool = True) -> None:
-        start = self.current_event_id()
-        st = self.store.get(self.name)
-        assert st is not None
-        if count and st.phase != "resyncing":
-            log.warning("policy %s: re-syncing by comparison: %s", self.name, reason)
-            self.store.update(self.name, phase="resyncing", resync_reason=reason, resyncs=st.resyncs + 1)
-            if self.metrics is not None:
-                self.metrics.resyncs.labels(self.name).inc()
-        self._init_source_txns(start)
-        out.data.add(self.bootstrap(prune=True))
-        self.store.update(self.name, phase="replicating", copying=None)
-        self.store.checkpoint(self.name, start, None, 0)
-        out.resynced = True
-        out.last_event_id = start
-
-    def rescan(self) -> StepResult:
-        """Compare and repair now (continuous mode's ``rescan_interval_s``). Raises as :meth:`step`."""
-        self._lease()
-        out = StepResult()
-        self._run_resync("scheduled rescan", out, count=False)
-        return out
-
-    def resync(self, reason: str = "requested") -> StepResult:
-        """Re-sync by comparison now (``verify --repair``). Raises as :meth:`step`."""
-        self._lease()
-        out = StepResult()
-        self._run_resync(reason, out)
-        return out
-
-    def run_once(self) -> Iterator[StepResult]:
-        """Steps until every event up to the source's current id (read at the start) is applied. Raises as
-        :meth:`step` (from the iteration that meets the error)."""
-        until = self.current_event_id()
-        while True:
-            res = self.step(until)
-            yield res
-            st = self.store.get(self.name)
-            assert st is not None
-            if st.phase == "replicating" and (st.event_id or 0) >= until:
-                return
-            if res.applied == 0 and res.skipped == 0 and not res.bootstrapped and not res.resynced:
-                return
-
-    def lag(self) -> tuple[int, float]:
-        """``(events, seconds)`` the target is behind the source. Raises what the source's calls raise and
-        the store's errors."""
-        st = self.store.get(self.name)
-        checkpoint = (st.event_id if st else None) or 0
-        current = self.current_event_id()
-        self.store.update(self.name, source_event_id=current)
-        if current <= checkpoint:
-            return 0, 0.0
-        nxt = self.read_events(checkpoint, 1)
-        return current - checkpoint, (max(0.0, time.time() - nxt[0].eventTime) if nxt else 0.0)
+            self._save_source_txns((out.last_event_id, event_time, out.applied))
