@@ -72,6 +72,7 @@ from hive_metastore.ttypes import (
     Table,
 )
 
+from hivemesh.client.hms import HmsCalls
 from hivemesh.hive import event_messages as ev
 from hivemesh.hive.names import make_part_name
 from hivemesh.metastore.replay import relocator
@@ -1269,23 +1270,16 @@ class Effects:
 @pytest.fixture()
 def effects(monkeypatch: pytest.MonkeyPatch) -> Effects:
     from hivemesh.replication import data as data_module
-    from hivemesh.replication import runner as runner_module
 
     fx = Effects()
-    thrift_getattr = runner_module.ThriftCalls.__getattr__
+    hms_call = HmsCalls._call
 
-    def calls(self: Any, name: str) -> Any:
-        fn = thrift_getattr(self, name)
-        if name.startswith(READS):
-            return fn
-
-        def call(*args: Any) -> Any:
+    def calls(self: HmsCalls, name: str, *args: Any) -> Any:
+        if not name.startswith(READS):
             fx.step(f"target {name}")
-            return fn(*args)
+        return hms_call(self, name, *args)
 
-        return call
-
-    monkeypatch.setattr(runner_module.ThriftCalls, "__getattr__", calls)
+    monkeypatch.setattr(HmsCalls, "_call", calls)
     copy_task = data_module.copy_task
 
     def copy(task: Any) -> Any:

@@ -63,7 +63,7 @@ from hive_metastore import ttypes as T
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.replication.config import PolicyConfig, ReplicationFile, load_replication_config
 from hivemesh.replication.data import ZoneStorage
-from hivemesh.replication.runner import PolicyRunner, ThriftCalls, relocator_for
+from hivemesh.replication.runner import PolicyRunner, relocator_for
 from hivemesh.replication.service import run_once
 from hivemesh.replication.state import PolicyState, ReplicationStore, lease_owner
 from hivemesh.replication.verify import Difference, compare
@@ -175,8 +175,8 @@ def differences(source: Zone, target: Zone, rules: PolicyConfig) -> list[Differe
     """:func:`compare` of ``rules``'s scope on ``source`` and ``target``, data files included."""
     with MetastoreClient(source.uri) as s, MetastoreClient(target.uri) as t:
         return compare(
-            ThriftCalls(s),
-            ThriftCalls(t),
+            s.hms,
+            t.hms,
             rules,
             relocator_for(rules.paths),
             ZoneStorage(),

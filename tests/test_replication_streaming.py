@@ -43,6 +43,7 @@ from hivemesh.acid.names import encode_flush_length, parse_flush_lengths
 from hivemesh.acid.streaming import StreamingConnection, TransactionBatch
 from hivemesh.acid.tables import create_transactional_table, table_locations
 from hivemesh.acid.writer import AcidWriter
+from hivemesh.client.hms import HmsCalls
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.replication.state import ReplicationStore
 from hivemesh.storage.locations import local_path
@@ -385,7 +386,6 @@ def test_crash_while_applying_a_streaming_commit(
     """A replicator dying at ``point`` of applying the commit of a batch's second txn; the next
     run ends with the same rows and ValidWriteIdList on both sides, one target txn per source
     txn, and the batch goes on."""
-    from hivemesh.replication import runner as runner_module
     from hivemesh.replication import streaming as streaming_module
 
     sides = sides_factory(f"stream_crash_{CRASH_POINTS.index(point)}")
@@ -417,22 +417,17 @@ def test_crash_while_applying_a_streaming_commit(
     from hivemesh.replication import data as data_module
 
     monkeypatch.setattr(data_module, "copy_streaming_file", copy_file_then_crash)
-    thrift_getattr = runner_module.ThriftCalls.__getattr__
+    hms_call = HmsCalls._call
 
-    def calls(self: Any, name: str) -> Any:
-        fn = thrift_getattr(self, name)
+    def calls(self: HmsCalls, name: str, *args: Any) -> Any:
         if name != "commit_txn":
-            return fn
+            return hms_call(self, name, *args)
+        crash("before target commit")
+        result = hms_call(self, name, *args)
+        crash("after target commit")
+        return result
 
-        def call(*args: Any) -> Any:
-            crash("before target commit")
-            result = fn(*args)
-            crash("after target commit")
-            return result
-
-        return call
-
-    monkeypatch.setattr(runner_module.ThriftCalls, "__getattr__", calls)
+    monkeypatch.setattr(HmsCalls, "_call", calls)
     with pytest.raises(Crash):
         sides.replicate()
     assert not armed["on"], f"{point} never reached"

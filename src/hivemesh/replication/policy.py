@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from hive_metastore.ttypes import NotificationEvent, NotificationEventRequest
 
+from hivemesh.client.hms import HmsCalls
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.hive import event_messages as ev
 from hivemesh.metastore.replay import Replayer
@@ -62,9 +63,6 @@ class PolicyLoop:
     reached.
     """
 
-    calls_type: ClassVar[type[Any]]
-    """Wraps a client into the object whose attributes are HMS Thrift calls (what
-    :class:`~hivemesh.metastore.replay.Replayer` calls)."""
     logger: ClassVar[logging.Logger] = logging.getLogger("hivemesh.replication.runner")
 
     def __init__(
@@ -100,8 +98,8 @@ class PolicyLoop:
             target = connect_zone(policy.name, policy.target, self.target_zone, rc.timeout_s)
             self._owned.append(target)
         self.source, self.target = source, target
-        self.source_calls = self.calls_type(self.source)
-        self.target_calls = self.calls_type(self.target)
+        self.source_calls: HmsCalls = self.source.hms
+        self.target_calls: HmsCalls = self.target.hms
         self.paths = config.paths(policy)
         self.relocate = self.paths.relocate_checked  # every location written: never into the source zone
         self.replayer = Replayer(

@@ -36,7 +36,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -56,13 +55,11 @@ from hive_metastore.ttypes import (
     Table,
     TableStatsRequest,
 )
-from thrift.Thrift import TApplicationException
 
-from hivemesh.client.metastore import MetastoreClient
+from hivemesh.client.errors import error_name
 from hivemesh.hive import event_messages as ev
 from hivemesh.hive.constants import now_ms
 from hivemesh.hive.events import ALLOC_WRITE_ID_EVENT
-from hivemesh.hive.hms_methods import REQUEST_FORMS
 from hivemesh.hive.names import make_part_name
 from hivemesh.metastore.replay import Replayer, relocator_for
 from hivemesh.replication.config import DataMode, PolicyConfig, TargetFormat
@@ -83,7 +80,6 @@ __all__ = [
     "PolicyRunner",
     "ReplicationError",
     "StepResult",
-    "ThriftCalls",
     "connect_zone",
     "is_view",
     "owns_data",
@@ -97,40 +93,6 @@ PAGE = 500
 """Partitions read and written per metastore call in bootstraps."""
 LOOKBACK_EVENTS = 100_000
 """How far back a bootstrap looks for the allocations of write ids open at the source."""
-
-
-# plain calls Hive 4.2 dropped -> their request forms (sent once the peer says it lacks the call)
-_DROPPED_BY_HIVE4 = {
-    REQUEST_FORMS[m].plain: REQUEST_FORMS[m] for m in ("get_table_req", "get_table_objects_by_name_req")
-}
-
-
-class ThriftCalls:
-    """The HMS Thrift methods of a :class:`MetastoreClient` as plain attributes (what
-    :class:`Replayer` calls), each one call with the client's timeout and reconnection. The plain
-    calls Hive 4.2 dropped (``get_table``, ``get_table_objects_by_name``) go as their request forms
-    to a peer that answers "Invalid method name" (remembered per connection)."""
-
-    def __init__(self, client: MetastoreClient):
-        self._client = client
-        self._missing: set[str] = set()
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        form = _DROPPED_BY_HIVE4.get(name)
-
-        def call(*args: Any) -> Any:
-            """``name`` on the peer, or its request form when the peer dropped the plain call."""
-            if form is not None and name in self._missing:
-                return form.unwrap(self._client.call(form.method, form.build(list(args))))
-            try:
-                return self._client.call(name, *args)
-            except TApplicationException as e:
-                if form is None or e.type != TApplicationException.UNKNOWN_METHOD:
-                    raise
-                self._missing.add(name)
-                return call(*args)
-
-        return call
 
 
 def _transactional(table: Table) -> bool:
@@ -150,8 +112,6 @@ class PolicyRunner(PolicyLoop):
     connecting). Raises ReplicationError for a policy of another format, and naming the peer when a
     metastore cannot be reached.
     """
-
-    calls_type = ThriftCalls
 
     def _check_format(self, policy: PolicyConfig) -> None:
         if policy.format != TargetFormat.HIVE:
@@ -848,8 +808,8 @@ class PolicyRunner(PolicyLoop):
         other.__dict__.update(self.__dict__)
         other.source = self.source.clone()
         other.target = self.target.clone()
-        other.source_calls = ThriftCalls(other.source)
-        other.target_calls = ThriftCalls(other.target)
+        other.source_calls = other.source.hms
+        other.target_calls = other.target.hms
         other.replayer = Replayer(
             other.target_calls, repl_policy=self.replayer.policy, relocate=self.relocate
         )
@@ -933,7 +893,7 @@ class PolicyRunner(PolicyLoop):
 def record_failure(store: ReplicationStore, policy: str, error: BaseException) -> str:
     """Store ``error`` as the policy's last error; returns the message. Never raises: a store that cannot
     record it is logged."""
-    message = f"{type(error).__name__}: {error}"
+    message = f"{error_name(error)}: {error}"
     try:
         store.record_error(policy, message)
     except Exception as e:  # the store itself failing: logged by the caller with the original

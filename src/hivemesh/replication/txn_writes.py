@@ -10,17 +10,17 @@ the writes with ``get_all_write_event_info`` when it meets the COMMIT_TXN, and s
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from hive_metastore.ttypes import GetAllWriteEventInfoRequest, WriteEventInfo
 from thrift.Thrift import TApplicationException
 
+from hivemesh.client.hms import HmsCalls
 from hivemesh.hive import event_messages as ev
 
 log = logging.getLogger(__name__)
 
 
-def committed_writes(source_calls: Any, msg: ev.CommitTxn) -> list[WriteEventInfo]:
+def committed_writes(source_calls: HmsCalls, msg: ev.CommitTxn) -> list[WriteEventInfo]:
     """The writes txn ``msg.txn_id`` reported with ``add_write_notification_log``, one
     WriteEventInfo per write id/table/partition (``partition``: the Hive partition name, ``""`` or
     None for a table write).

@@ -55,7 +55,7 @@ from hivemesh.replication.errors import ReplicationError
 from hivemesh.replication.paths import LocationRefused
 from hivemesh.replication.planner import PutPartitions
 from hivemesh.replication.policy import PolicyLoop, StepResult
-from hivemesh.replication.runner import LOOKBACK_EVENTS, PAGE, ThriftCalls
+from hivemesh.replication.runner import LOOKBACK_EVENTS, PAGE
 from hivemesh.replication.scope import event_object
 from hivemesh.replication.state import PolicyState
 from hivemesh.replication.tables import is_view, owns_data
@@ -208,7 +208,6 @@ class DeltaPolicyRunner(PolicyLoop):
     docstring). Same constructor and interface as PolicyRunner. Raises ReplicationError naming the
     peer when a metastore cannot be reached."""
 
-    calls_type = ThriftCalls
     logger = log
 
     def _setup(self) -> None:
