@@ -295,3 +295,30 @@ def fill_fast_stats(
     for p, old in zip(parts, old_params, strict=True):
         if fast_stats.require_cal_stats(env, False, old, p.parameters, partition=True):
             fast_stats.apply_listing(p.parameters, listings.taken.get(location(p)), env, force)
+
+
+def rename_rows(
+    conn: sa.Connection,
+    info: TableInfo,
+    row: sa.Row[Any],
+    part_vals: Sequence[str],
+    new_values: Sequence[str],
+) -> str | None:
+    """Give partition ``row`` (PART_ID, SD_ID, LOCATION) the name and key values of
+    ``new_values``; a managed partition at its default location gets the new default location.
+    Returns its location now."""
+    old_name, new_name = info.part_name(part_vals), info.part_name(new_values)
+    conn.execute(PARTITIONS.update().where(PARTITIONS.c.PART_ID == row.PART_ID).values(PART_NAME=new_name))
+    conn.execute(PARTITION_KEY_VALS.delete().where(PARTITION_KEY_VALS.c.PART_ID == row.PART_ID))
+    conn.execute(
+        PARTITION_KEY_VALS.insert(),
+        [
+            {"PART_ID": row.PART_ID, "TBL_ID": info.id, "PART_KEY_VAL": v, "INTEGER_IDX": i}
+            for i, v in enumerate(new_values)
+        ],
+    )
+    loc: str | None = row.LOCATION
+    if info.managed and info.location and loc == storage.join_location(info.location, old_name):
+        loc = storage.join_location(info.location, new_name)
+        conn.execute(SDS.update().where(SDS.c.SD_ID == row.SD_ID).values(LOCATION=loc))
+    return loc

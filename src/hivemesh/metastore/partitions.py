@@ -64,6 +64,22 @@ UNCACHED_FILTER_TERMS = 64
 _T = TypeVar("_T")
 
 
+def _renamed(
+    conn: sa.Connection, row: sa.Row[Any], new_part: Partition
+) -> tuple[list[Partition], list[dict[str, str] | None]]:
+    """For :func:`partition_writes.fill_fast_stats`: the renamed partition's new parameters (the
+    request's, else its current ones) at its current location, and its current parameters."""
+    old_params = dict(
+        conn.execute(
+            sa.select(PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE).where(
+                PARTITION_PARAMS.c.PART_ID == row.PART_ID
+            )
+        ).all()
+    )
+    params = dict(new_part.parameters) if new_part.parameters is not None else dict(old_params)
+    return [Partition(parameters=params, sd=StorageDescriptor(location=row.LOCATION))], [old_params]
+
+
 class PartitionMixin(CatalogBase):
     """HMS partition calls."""
 
@@ -734,73 +750,87 @@ class PartitionMixin(CatalogBase):
     ) -> None:
         """Give a partition new values; a managed partition at its default location moves with it.
 
-        Raises InvalidOperationException (missing partition, or the target exists: Hive's IDL
-        declares no AlreadyExistsException here).
+        The listing for its fast statistics is taken before the write transaction, the directory
+        is moved inside it (see :meth:`_rename_partition_tx`). Raises InvalidOperationException
+        (missing partition, or the target exists: Hive's IDL declares no AlreadyExistsException
+        here).
         """
-        with self.write() as tx:
-            conn = tx.conn
-            info = self._table_info(conn, db_name, tbl_name, exc=InvalidOperationException, lock=True)
-            old_name = info.part_name(part_vals)
-            new_name = info.part_name(new_part.values)
-            row = conn.execute(
-                sa.select(PARTITIONS.c.PART_ID, PARTITIONS.c.SD_ID).where(
-                    PARTITIONS.c.TBL_ID == info.id, PARTITIONS.c.PART_NAME == old_name
-                )
-            ).first()
-            if row is None:
-                raise InvalidOperationException(
-                    f"Unable to rename partition: {old_name} of {info.db}.{info.name} does not exist"
-                )
-            if conn.execute(
-                sa.select(PARTITIONS.c.PART_ID).where(
-                    PARTITIONS.c.TBL_ID == info.id, PARTITIONS.c.PART_NAME == new_name
-                )
-            ).first():
-                raise InvalidOperationException(
-                    f"Partition already exists:{info.db}.{info.name}.{java_list(new_part.values)}"
-                )
-            old_loc = conn.execute(sa.select(SDS.c.LOCATION).where(SDS.c.SD_ID == row.SD_ID)).scalar()
-            before = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
-            conn.execute(
-                PARTITIONS.update().where(PARTITIONS.c.PART_ID == row.PART_ID).values(PART_NAME=new_name)
+        listings = fast_stats.Listings(new_dirs=False)
+
+        def plan(conn: sa.Connection) -> list[str | None]:
+            info = self._table_info(conn, db_name, tbl_name, exc=InvalidOperationException)
+            row = self._rename_source(conn, info, part_vals, new_part)
+            return [
+                p.sd.location
+                for p in partition_writes.stats_to_list(*_renamed(conn, row, new_part), None, True)
+            ]
+
+        self._gather_listings(listings, plan)
+        self._write_with_listings(
+            listings,
+            lambda tx: self._rename_partition_tx(tx, db_name, tbl_name, part_vals, new_part, listings),
+        )
+
+    def _rename_partition_tx(
+        self,
+        tx: Tx,
+        db_name: str,
+        tbl_name: str,
+        part_vals: list[str],
+        new_part: Partition,
+        listings: fast_stats.Listings,
+    ) -> None:
+        conn = tx.conn
+        info = self._table_info(conn, db_name, tbl_name, exc=InvalidOperationException, lock=True)
+        row = self._rename_source(conn, info, part_vals, new_part)
+        renamed, old_params = _renamed(conn, row, new_part)
+        partition_writes.fill_fast_stats(renamed, old_params, None, True, listings)
+        before = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
+        old_loc = row.LOCATION
+        cur_loc = partition_writes.rename_rows(conn, info, row, part_vals, new_part.values)
+        conn.execute(PARTITION_PARAMS.delete().where(PARTITION_PARAMS.c.PART_ID == row.PART_ID))
+        rows.insert_params(conn, PARTITION_PARAMS, "PART_ID", [(row.PART_ID, renamed[0].parameters)])
+        after = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
+        self._event(  # Hive: a rename is an ALTER_PARTITION from the old to the new partition
+            tx,
+            info,
+            events.ALTER_PARTITION,
+            events.alter_partition_message(self._event_table(conn, info), before, after),
+        )
+        if cur_loc != old_loc:  # last: the directory moves only when everything else succeeded
+            # Inside the write transaction on purpose: a move the storage refuses rolls the
+            # rename back, so the store never names a directory that did not move (after the
+            # commit, a failed move would leave the partition pointing at a missing directory).
+            # cur_loc differs only when joined from an old_loc that matched a str location
+            storage.move_dir(cast(str, old_loc), cast(str, cur_loc))
+
+    @staticmethod
+    def _rename_source(
+        conn: sa.Connection, info: TableInfo, part_vals: list[str], new_part: Partition
+    ) -> sa.Row[Any]:
+        """PART_ID, SD_ID and LOCATION of the partition to rename; InvalidOperationException when it
+        is missing or a partition with the new values exists."""
+        old_name = info.part_name(part_vals)
+        new_name = info.part_name(new_part.values)
+        q: sa.Select[Any] = (
+            sa.select(PARTITIONS.c.PART_ID, PARTITIONS.c.SD_ID, SDS.c.LOCATION)
+            .select_from(PARTITIONS.outerjoin(SDS, SDS.c.SD_ID == PARTITIONS.c.SD_ID))
+            .where(PARTITIONS.c.TBL_ID == info.id, PARTITIONS.c.PART_NAME == old_name)
+        )
+        row = conn.execute(q).first()
+        if row is None:
+            raise InvalidOperationException(
+                f"Unable to rename partition: {old_name} of {info.db}.{info.name} does not exist"
             )
-            conn.execute(PARTITION_KEY_VALS.delete().where(PARTITION_KEY_VALS.c.PART_ID == row.PART_ID))
-            conn.execute(
-                PARTITION_KEY_VALS.insert(),
-                [
-                    {"PART_ID": row.PART_ID, "TBL_ID": info.id, "PART_KEY_VAL": v, "INTEGER_IDX": i}
-                    for i, v in enumerate(new_part.values)
-                ],
+        if conn.execute(
+            sa.select(PARTITIONS.c.PART_ID).where(
+                PARTITIONS.c.TBL_ID == info.id, PARTITIONS.c.PART_NAME == new_name
             )
-            cur_loc = old_loc
-            if info.managed and info.location and old_loc == storage.join_location(info.location, old_name):
-                cur_loc = storage.join_location(info.location, new_name)
-                conn.execute(SDS.update().where(SDS.c.SD_ID == row.SD_ID).values(LOCATION=cur_loc))
-            old_params = dict(
-                conn.execute(
-                    sa.select(PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE).where(
-                        PARTITION_PARAMS.c.PART_ID == row.PART_ID
-                    )
-                ).all()
+        ).first():
+            raise InvalidOperationException(
+                f"Partition already exists:{info.db}.{info.name}.{java_list(new_part.values)}"
             )
-            params = dict(new_part.parameters) if new_part.parameters is not None else dict(old_params)
-            if fast_stats.require_cal_stats(None, False, old_params, params, partition=True):
-                fast_stats.update_fast(params, old_loc, None, new_dir=False, force=True)
-            conn.execute(PARTITION_PARAMS.delete().where(PARTITION_PARAMS.c.PART_ID == row.PART_ID))
-            rows.insert_params(conn, PARTITION_PARAMS, "PART_ID", [(row.PART_ID, params)])
-            after = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
-            self._event(  # Hive: a rename is an ALTER_PARTITION from the old to the new partition
-                tx,
-                info,
-                events.ALTER_PARTITION,
-                events.alter_partition_message(self._event_table(conn, info), before, after),
-            )
-            if cur_loc != old_loc:  # last: the directory moves only when everything else succeeded
-                # Inside the write transaction on purpose: a move the storage refuses rolls the
-                # rename back, so the store never names a directory that did not move (after the
-                # commit, a failed move would leave the partition pointing at a missing directory).
-                # cur_loc differs only when joined from an old_loc that matched a str location
-                storage.move_dir(cast(str, old_loc), cast(str, cur_loc))
+        return row
 
     # ---------------------------------------------------------------- drop
     def _delete_partition_rows(self, conn: sa.Connection, part_ids: sa.Select[Any] | list[int]) -> None:
