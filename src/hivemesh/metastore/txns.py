@@ -62,12 +62,12 @@ from hivemesh.metastore.txn import (
     commit_txn,
     common,
     get_valid_write_ids,
+    housekeeping,
     open_txns,
     repl_tbl_writeid_state,
 )
 from hivemesh.metastore.txn.common import (
     ABORTED,
-    COMMITTED,
     CONFLICTING_OPS,
     OPEN,
     Outcome,
@@ -77,7 +77,6 @@ from hivemesh.metastore.txn.common import (
 )
 from hivemesh.metastore.txn_schema import (
     HIVE_LOCKS,
-    MIN_HISTORY_LEVEL,
     NEXT_TXN_ID,
     NEXT_WRITE_ID,
     TXN_COMPONENTS,
@@ -92,7 +91,6 @@ __all__ = ["TxnMixin", "java_bitset_bytes", "parse_valid_txn_list", "txn_str"]
 log = logging.getLogger(__name__)
 
 MAX_HEARTBEAT_RANGE = 100_000  # heartbeat_txn_range covers at most this many ids
-ABORT_BATCH = 1000  # TxnStore.TIMED_OUT_TXN_ABORT_BATCH_SIZE: timed-out txns aborted per transaction
 OPERATION_CODES = {1: "s", 2: "i", 3: "u", 4: "d", 5: "p", 6: "p"}  # DataOperationType -> TC_OPERATION_TYPE
 
 P = ParamSpec("P")
@@ -440,31 +438,16 @@ class TxnMixin(CatalogBase):
     ) -> list[int]:
         """Abort open txns whose last heartbeat is older than hive.txn.timeout; returns their ids.
         Replicated txns are left alone (the source decides their fate). At most
-        :data:`ABORT_BATCH` txns per database transaction, so other writers go between batches
-        (as Hive's reaper does); ``should_stop`` is asked between batches (a stopping server)."""
+        :data:`~hivemesh.metastore.txn.housekeeping.ABORT_BATCH` txns per database transaction,
+        so other writers go between batches (as Hive's reaper does); ``should_stop`` is asked
+        between batches (a stopping server)."""
         now = now if now is not None else now_ms()
         aborted: list[int] = []
         after = 0
         while should_stop is None or not should_stop():
-            with self.write() as tx:
-                ids = list(
-                    tx.conn.execute(
-                        sa.select(TXNS.c.TXN_ID)
-                        .where(
-                            TXNS.c.TXN_STATE == OPEN,
-                            TXNS.c.TXN_ID > after,
-                            TXNS.c.TXN_LAST_HEARTBEAT < now - self.txn_timeout_ms,
-                            TXNS.c.TXN_TYPE != TxnType.REPL_CREATED,
-                        )
-                        .order_by(TXNS.c.TXN_ID)
-                        .limit(ABORT_BATCH)
-                        .with_for_update()
-                    ).scalars()
-                )
-                for t in ids:
-                    tx.events.extend(abort_txns.abort_open_txn(tx.conn, t, False))
+            ids = self._in_write(housekeeping.abort_timed_out_batch, after, now - self.txn_timeout_ms)
             aborted.extend(ids)
-            if len(ids) < ABORT_BATCH:
+            if len(ids) < housekeeping.ABORT_BATCH:
                 break
             after = ids[-1]
         if len(aborted) > 20:
@@ -487,44 +470,7 @@ class TxnMixin(CatalogBase):
         open txn's snapshot (MIN_HISTORY_LEVEL): committed ones with their write-id mappings, and
         aborted ones that allocated no write id. Returns how many txns were removed."""
         now = now if now is not None else now_ms()
-        with self.write() as tx:
-            c = tx.conn
-            floor = c.execute(sa.select(sa.func.min(MIN_HISTORY_LEVEL.c.MHL_MIN_OPEN_TXNID))).scalar()
-            if floor is None:
-                floor = c.execute(sa.select(NEXT_TXN_ID.c.NTXN_NEXT)).scalar_one()
-            old = (TXNS.c.TXN_ENDED < now - retention_ms, TXNS.c.TXN_ID < floor)
-            committed = sa.select(TXNS.c.TXN_ID).where(TXNS.c.TXN_STATE == COMMITTED, *old)
-            # Keep, per table, the purged mapping with the highest write id: get_valid_write_ids
-            # derives a snapshot's write-id high watermark from the mappings under its txn high
-            # watermark, and that one stands for all purged (committed) write ids below it.
-            t2 = TXN_TO_WRITE_ID.alias("t2")
-            top = (
-                sa.select(sa.func.max(t2.c.T2W_WRITEID))
-                .where(
-                    t2.c.T2W_DATABASE == TXN_TO_WRITE_ID.c.T2W_DATABASE,
-                    t2.c.T2W_TABLE == TXN_TO_WRITE_ID.c.T2W_TABLE,
-                    t2.c.T2W_TXNID.in_(committed),
-                )
-                .scalar_subquery()
-            )
-            c.execute(
-                TXN_TO_WRITE_ID.delete().where(
-                    TXN_TO_WRITE_ID.c.T2W_TXNID.in_(committed), TXN_TO_WRITE_ID.c.T2W_WRITEID < top
-                )
-            )
-            n = c.execute(TXNS.delete().where(TXNS.c.TXN_STATE == COMMITTED, *old)).rowcount or 0
-            wrote = sa.select(TXN_TO_WRITE_ID.c.T2W_TXNID)
-            n += (
-                c.execute(
-                    TXNS.delete().where(TXNS.c.TXN_STATE == ABORTED, *old, TXNS.c.TXN_ID.not_in(wrote))
-                ).rowcount
-                or 0
-            )
-            c.execute(
-                TXN_COMPONENTS.delete().where(TXN_COMPONENTS.c.TC_TXNID.not_in(sa.select(TXNS.c.TXN_ID)))
-            )
-            # Hive's write-set GC: no open txn began at or before these commits any more
-            c.execute(WRITE_SET.delete().where(WRITE_SET.c.WS_COMMIT_ID < floor))
+        n = self._in_write(housekeeping.purge_completed_txns, now - retention_ms)
         if n:
             log.info("purged %d completed txn record(s)", n)
         return n
