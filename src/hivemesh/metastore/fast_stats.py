@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hivemesh import storage
+from hivemesh.errors import HivemeshError
 from hivemesh.hive.constants import (
     COLUMN_STATS_ACCURATE,
     DO_NOT_UPDATE_STATS,
@@ -105,6 +106,15 @@ def apply_listing(
         params.pop(COLUMN_STATS_ACCURATE, None)
 
 
+class UnlistedLocations(HivemeshError):
+    """A write transaction needs listings of locations not taken before it: the call rolls it
+    back, lists them and runs it again (never reaches a client)."""
+
+    def __init__(self, locations: list[str | None]):
+        super().__init__(locations)
+        self.locations = locations
+
+
 @dataclass
 class Listings:
     """Listings of locations taken before a call's write transaction (storage I/O never holds the
@@ -124,6 +134,12 @@ class Listings:
     def missing(self, locations: Iterable[str | None]) -> list[str | None]:
         """The locations not listed yet, in order, once each."""
         return [loc for loc in dict.fromkeys(locations) if loc not in self.taken]
+
+    def require(self, locations: Iterable[str | None]) -> None:
+        """Raise :class:`UnlistedLocations` when any of ``locations`` is not listed yet."""
+        missing = self.missing(locations)
+        if missing:
+            raise UnlistedLocations(missing)
 
 
 def _load_state(params: Mapping[str, str]) -> dict[str, Any]:

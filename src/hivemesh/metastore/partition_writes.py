@@ -18,7 +18,6 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh import storage
-from hivemesh.errors import HivemeshError
 from hivemesh.hive.constants import now_s
 from hivemesh.hive.names import make_part_name
 from hivemesh.metastore import fast_stats, rows
@@ -60,15 +59,6 @@ class TableInfo:
             vals = "".join(f"{v}, " for v in values or [])
             raise MetaException(f"Invalid partition key & values; keys [{keys}], values [{vals}]")
         return make_part_name(self.key_names, values)
-
-
-class UnlistedLocations(HivemeshError):
-    """A write transaction needs listings of locations not taken before it: the call rolls it
-    back, lists them and runs it again (never reaches a client)."""
-
-    def __init__(self, locations: list[str | None]):
-        super().__init__(locations)
-        self.locations = locations
 
 
 def location(part: Partition) -> str | None:
@@ -282,16 +272,14 @@ def fill_fast_stats(
     listings: fast_stats.Listings | None,
 ) -> None:
     """Set the fast statistics of ``parts``' parameters (in place) from ``listings``; raises
-    :class:`UnlistedLocations` (before changing anything) when a location to list was not listed
+    :class:`~hivemesh.metastore.fast_stats.UnlistedLocations` (before changing anything) when a location to list was not listed
     before the transaction (the table changed in between: the call lists it and retries).
     ``listings`` None: list them now (new partitions: a missing directory is not listed)."""
     to_list = stats_to_list(parts, old_params, env, force)
     if listings is None:
         listings = fast_stats.Listings(new_dirs=True)
         listings.take(location(p) for p in to_list)
-    missing = listings.missing(location(p) for p in to_list)
-    if missing:
-        raise UnlistedLocations(missing)
+    listings.require(location(p) for p in to_list)
     for p, old in zip(parts, old_params, strict=True):
         if fast_stats.require_cal_stats(env, False, old, p.parameters, partition=True):
             fast_stats.apply_listing(p.parameters, listings.taken.get(location(p)), env, force)

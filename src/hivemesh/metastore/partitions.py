@@ -4,8 +4,8 @@ alter, rename and drop. Every multi-partition call is one transaction with a fix
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Sequence
+from typing import Any, cast
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -59,9 +59,6 @@ SPEC_GROUPING = "hive.hcatalog.partition.spec.grouping.enabled"
 
 UNCACHED_FILTER_TERMS = 64
 """Filters with more comparisons than this run without SQLAlchemy's compiled-statement cache."""
-
-
-_T = TypeVar("_T")
 
 
 def _renamed(
@@ -212,30 +209,6 @@ class PartitionMixin(CatalogBase):
         table = self._event_table(tx.conn, info)
         self._event(tx, info, events.ADD_PARTITION, events.add_partition_message(table, stored))
         return new_parts
-
-    def _gather_listings(
-        self, listings: fast_stats.Listings, plan: Callable[[sa.Connection], list[str | None]]
-    ) -> None:
-        """List, before the write transaction, the locations ``plan`` finds in a read transaction.
-        Best effort: when the plan fails, nothing is listed and the write transaction raises the
-        call's error (or finds what to list, see :meth:`_write_with_listings`)."""
-        try:
-            with self.read() as conn:
-                locations = plan(conn)
-        except Exception as e:  # noqa: BLE001 - the write transaction raises it to the client
-            log.debug("no listings gathered before the write transaction: %s", e)
-            return
-        listings.take(locations)
-
-    def _write_with_listings(self, listings: fast_stats.Listings, work: Callable[[Tx], _T]) -> _T:
-        """``work`` in a write transaction; when it needs a location not listed yet (the table
-        changed since :meth:`_gather_listings`), roll back, list it outside, and run it again."""
-        while True:
-            try:
-                with self.write() as tx:
-                    return work(tx)
-            except partition_writes.UnlistedLocations as e:
-                listings.take(e.locations)
 
     def add_partition(self, new_part: Partition) -> Partition:
         """Add one partition; raises AlreadyExistsException, InvalidObjectException (no table),
