@@ -178,6 +178,7 @@ def prepare_partition(
     p.createTime = now_s()
     p.parameters = dict(part.parameters or {})
     p.parameters.setdefault(DDL_TIME, str(p.createTime))
+    p.lastAccessTime = p.lastAccessTime or 0  # returned as stored, as Hive does (not unset)
     sd = StorageDescriptor(**(part.sd or table_sd or StorageDescriptor()).__dict__)
     if part.sd is None:
         sd.location = None  # the table's storage descriptor, at the partition's default location
