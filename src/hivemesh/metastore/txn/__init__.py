@@ -7,9 +7,11 @@ transaction, calls the function and records the events; nothing here opens a tra
 own, reads the calling connection's state or touches storage.
 
 Adding a txn call: write ``txn/<call>.py`` (a pure preparation of the request, the SQL in small
-helpers, the events built from plain values, and one function of the connection tying them
-together), then a thin method of the same name in ``metastore/txns.py``
-(``self._in_write(<call>.<call>, rqst, ...)``); the processor finds the method by its Thrift name.
+helpers, the events built from plain values with the message builders of ``hive/events.py``, and
+one function of the connection tying them together), then a thin method of the same name in
+``metastore/txns.py`` (``self._in_write(<call>.<call>, rqst, ...)``; the Thrift processor finds
+it by its name on ``LocalMetastore``), and the call's route in ``federation/routes.py`` (the
+proxy). A new event type also needs its replay (``metastore/replay.py``) or a reason to skip it.
 
 Write transactions
     Every call is ONE database transaction, opened by ``CatalogBase.write`` (``Store.write``): on
