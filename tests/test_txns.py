@@ -232,11 +232,11 @@ def test_valid_write_ids_of_many_tables_in_one_call_equal_one_call_each(hms, uni
 
 def test_valid_write_ids_across_statement_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same in process, with chunks of 7 tables per statement (the last one partial)."""
-    import hivemesh.metastore.txns as txns_module
+    import hivemesh.metastore.txn.get_valid_write_ids as operation
     from hivemesh.metastore.handler import LocalMetastore
     from hivemesh.metastore.store import Store
 
-    monkeypatch.setattr(txns_module, "_TABLES_PER_STATEMENT", 7)
+    monkeypatch.setattr(operation, "_TABLES_PER_STATEMENT", 7)
     store = Store(f"sqlite:///{tmp_path / 'm.db'}")
     try:
         _many_tables_in_one_call(LocalMetastore(store, str(tmp_path / "wh")), "chunked", n=30)
@@ -693,12 +693,12 @@ def test_oversized_open_txns_is_capped_and_runaway_clients_refused(
     """``open_txns`` of more than hive.txn.max.open.batch (1,000) opens 1,000, as Hive does; once
     hive.max.open.txns are open (100,000; 1,500 here) new txns are refused with Hive's
     MetaException until some end. Replicated txns are not counted against the limit."""
-    import hivemesh.metastore.txns as txns_module
+    import hivemesh.metastore.txn.open_txns as operation
 
     m = local
     ids = m.open_txns(OpenTxnRequest(num_txns=5000, user="u", hostname="h")).txn_ids
     assert len(ids) == 1000 and ids == sorted(ids)
-    monkeypatch.setattr(txns_module, "MAX_OPEN_TXNS", 1500)
+    monkeypatch.setattr(operation, "MAX_OPEN_TXNS", 1500)
     more = m.open_txns(OpenTxnRequest(num_txns=1000, user="u", hostname="h")).txn_ids
     assert len(more) == 1000
     with pytest.raises(MetaException, match=r"Maximum allowed number of open transactions \(1500\)"):

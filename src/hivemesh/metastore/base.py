@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -23,7 +23,7 @@ from hive_metastore.ttypes import (
 
 from hivemesh import storage
 from hivemesh.hive.names import DEFAULT_CATALOG, parse_db_name
-from hivemesh.metastore import notification_log
+from hivemesh.metastore import fast_stats, notification_log
 from hivemesh.metastore.notification_log import PendingEvent
 from hivemesh.metastore.schema import DBS, TBLS
 from hivemesh.metastore.store import Store
@@ -32,6 +32,7 @@ from hivemesh.thrift.server import connection
 log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
+_T = TypeVar("_T")
 
 
 MAX_NAME_LENGTH = 128  # DBS.NAME and the other identifier columns of Hive's schema
@@ -166,6 +167,31 @@ class CatalogBase:
                 action()
             except Exception:  # storage clean-up must not turn a committed call into an error
                 log.exception("post-commit storage action failed")
+
+    # ---- storage I/O outside write transactions
+    def _gather_listings(
+        self, listings: fast_stats.Listings, plan: Callable[[sa.Connection], list[str | None]]
+    ) -> None:
+        """List, before the write transaction, the locations ``plan`` finds in a read transaction.
+        Best effort: when the plan fails, nothing is listed and the write transaction raises the
+        call's error (or finds what to list, see :meth:`_write_with_listings`)."""
+        try:
+            with self.read() as conn:
+                locations = plan(conn)
+        except Exception as e:  # noqa: BLE001 - the write transaction raises it to the client
+            log.debug("no listings gathered before the write transaction: %s", e)
+            return
+        listings.take(locations)
+
+    def _write_with_listings(self, listings: fast_stats.Listings, work: Callable[[Tx], _T]) -> _T:
+        """``work`` in a write transaction; when it needs a location not listed yet (the table
+        changed since :meth:`_gather_listings`), roll back, list it outside, and run it again."""
+        while True:
+            try:
+                with self.write() as tx:
+                    return work(tx)
+            except fast_stats.UnlistedLocations as e:
+                listings.take(e.locations)
 
     def read(self) -> AbstractContextManager[sa.Connection]:
         """One read transaction (a consistent view for the whole call)."""

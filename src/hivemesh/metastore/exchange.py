@@ -17,7 +17,8 @@ from hive_metastore.ttypes import MetaException, NoSuchObjectException, Partitio
 from hivemesh import storage
 from hivemesh.hive.names import make_part_name, parse_db_name
 from hivemesh.metastore import rows
-from hivemesh.metastore.partitions import PartitionMixin, _TableInfo
+from hivemesh.metastore.partition_writes import TableInfo
+from hivemesh.metastore.partitions import PartitionMixin
 from hivemesh.metastore.schema import COLUMNS_V2, DATABASE_PARAMS, DBS, PARTITIONS
 
 REPL_SOURCE_FOR = "repl.source.for"
@@ -100,7 +101,8 @@ class ExchangeMixin(PartitionMixin):
                     copy.sd = StorageDescriptor(**(p.sd or StorageDescriptor()).__dict__)
                     copy.sd.location = storage.join_location(dest.location, name) if dest.location else None
                     moving.append(copy)
-                added = self._add_partitions(tx, dest, moving, False)
+                # fast statistics listed inside this transaction: the directory move below is too
+                added = self._add_partitions_tx(tx, dest, moving, False, None, None)
                 self._drop_partition_ids(tx, source, ids, delete_data=False)
                 present = [(k, v) for k, v in zip(source.key_names, values, strict=True) if v]
                 spec_path = make_part_name([k for k, _ in present], [v for _, v in present])
@@ -118,7 +120,7 @@ class ExchangeMixin(PartitionMixin):
                 storage.move_dir(moved[1], moved[0])
             raise
 
-    def _exchange_table(self, conn: sa.Connection, db: str, tbl: str, role: str) -> _TableInfo:
+    def _exchange_table(self, conn: sa.Connection, db: str, tbl: str, role: str) -> TableInfo:
         """The table of an exchange, locked; MetaException ("The source table cat.db.t not found")."""
         try:
             return self._table_info(conn, db, tbl, lock=True)
@@ -127,7 +129,7 @@ class ExchangeMixin(PartitionMixin):
             raise MetaException(f"The {role} table {cat}.{name}.{(tbl or '').lower()} not found") from e
 
     @staticmethod
-    def _columns(conn: sa.Connection, info: _TableInfo) -> list[tuple[str, str]]:
+    def _columns(conn: sa.Connection, info: TableInfo) -> list[tuple[str, str]]:
         if info.cd_id is None:
             return []
         return [
@@ -139,14 +141,14 @@ class ExchangeMixin(PartitionMixin):
             )
         ]
 
-    def _check_same_schema(self, conn: sa.Connection, source: _TableInfo, dest: _TableInfo) -> None:
+    def _check_same_schema(self, conn: sa.Connection, source: TableInfo, dest: TableInfo) -> None:
         """MetaException unless both tables have the same columns and partition keys (names and
         types, in order; comments may differ), as Hive's compareFieldColumns."""
         if self._columns(conn, source) != self._columns(conn, dest) or list(source.keys) != list(dest.keys):
             raise MetaException("The tables have different schemas. Their partitions cannot be exchanged.")
 
     @staticmethod
-    def _repl_source(conn: sa.Connection, info: _TableInfo) -> bool:
+    def _repl_source(conn: sa.Connection, info: TableInfo) -> bool:
         """True when the table's database is a replication source (``repl.source.for`` set)."""
         value = conn.execute(
             sa.select(DATABASE_PARAMS.c.PARAM_VALUE)

@@ -11,10 +11,12 @@ updatePartitionStatsFast and StatsSetupConst.setBasicStatsState.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from hivemesh import storage
+from hivemesh.errors import HivemeshError
 from hivemesh.hive.constants import (
     COLUMN_STATS_ACCURATE,
     DO_NOT_UPDATE_STATS,
@@ -68,22 +70,76 @@ def update_fast(
     statistics are marked accurate only when the engine says it computed them (``STATS_GENERATED``
     = ``TASK``); otherwise ``COLUMN_STATS_ACCURATE`` is dropped, as Hive 2.3 does.
     """
+    listed = storage.quick_stats(location) if would_list(params, force) and not new_dir else None
+    apply_listing(params, listed, env, force)
+
+
+def would_list(params: Mapping[str, str], force: bool) -> bool:
+    """Whether :func:`update_fast` lists the location for these parameters (no ``DO_NOT_UPDATE_STATS``
+    marker, and ``force`` or a fast statistic missing)."""
+    return not _true(params.get(DO_NOT_UPDATE_STATS)) and (force or not all(k in params for k in FAST_STATS))
+
+
+def may_list(env: Mapping[str, str] | None, params: Mapping[str, str] | None, force: bool) -> bool:
+    """Whether a partition change with these parameters could need a listing (for any old
+    parameters): False lets a call skip gathering listings before its write transaction."""
+    return not _true((env or {}).get(DO_NOT_UPDATE_STATS)) and would_list(params or {}, force)
+
+
+def apply_listing(
+    params: dict[str, str], listed: tuple[int, int] | None, env: Mapping[str, str] | None, force: bool
+) -> None:
+    """:func:`update_fast` with the listing taken already: ``listed`` is ``(number of files, total
+    bytes)``, or None for a directory about to be created or storage that cannot be listed."""
     marker = params.pop(DO_NOT_UPDATE_STATS, None)
     if _true(marker):
         return
     if not force and all(k in params for k in FAST_STATS):
         return
-    if new_dir:
+    if listed is None:
         return
-    stats = storage.quick_stats(location)
-    if stats is None:
-        return
-    params[NUM_FILES], params[TOTAL_SIZE] = str(stats[0]), str(stats[1])
+    params[NUM_FILES], params[TOTAL_SIZE] = str(listed[0]), str(listed[1])
     params[NUM_ERASURE_CODED_FILES] = "0"  # as Hive 3+ writes it for files without erasure coding
     if (env or {}).get(STATS_GENERATED) == "TASK":
         _set_basic_stats_accurate(params)
     else:
         params.pop(COLUMN_STATS_ACCURATE, None)
+
+
+class UnlistedLocations(HivemeshError):
+    """A write transaction needs listings of locations not taken before it: the call rolls it
+    back, lists them and runs it again (never reaches a client)."""
+
+    def __init__(self, locations: list[str | None]):
+        super().__init__(locations)
+        self.locations = locations
+
+
+@dataclass
+class Listings:
+    """Listings of locations taken before a call's write transaction (storage I/O never holds the
+    database's locks): location -> ``(number of files, total bytes)``, or None when it cannot be
+    listed or, with ``new_dirs``, does not exist (a directory the metastore is about to create)."""
+
+    new_dirs: bool
+    taken: dict[str | None, tuple[int, int] | None] = field(default_factory=dict)
+
+    def take(self, locations: Iterable[str | None]) -> None:
+        """List each location not listed yet."""
+        for loc in dict.fromkeys(locations):
+            if loc not in self.taken:
+                gone = self.new_dirs and not storage.exists(loc)
+                self.taken[loc] = None if gone else storage.quick_stats(loc)
+
+    def missing(self, locations: Iterable[str | None]) -> list[str | None]:
+        """The locations not listed yet, in order, once each."""
+        return [loc for loc in dict.fromkeys(locations) if loc not in self.taken]
+
+    def require(self, locations: Iterable[str | None]) -> None:
+        """Raise :class:`UnlistedLocations` when any of ``locations`` is not listed yet."""
+        missing = self.missing(locations)
+        if missing:
+            raise UnlistedLocations(missing)
 
 
 def _load_state(params: Mapping[str, str]) -> dict[str, Any]:

@@ -87,6 +87,7 @@ from thrift.Thrift import TApplicationException
 
 from hivemesh.hive.constants import now_ms
 from hivemesh.metastore.base import CatalogBase, request_user
+from hivemesh.metastore.txn.common import release_txn_locks
 from hivemesh.metastore.txn_schema import HIVE_LOCKS, NEXT_LOCK_ID, TXN_COMPONENTS, TXN_TO_WRITE_ID, TXNS
 
 log = logging.getLogger(__name__)
@@ -211,7 +212,7 @@ class LockMixin(CatalogBase):
     # ------------------------------------------------------------------ called by txns / housekeeper
     def release_txn_locks(self, conn: sa.Connection, txn_id: int) -> None:
         """Drop every lock held or awaited by ``txn_id`` (at commit or abort)."""
-        conn.execute(HIVE_LOCKS.delete().where(HIVE_LOCKS.c.HL_TXNID == txn_id))
+        release_txn_locks(conn, txn_id)
 
     def expire_locks(self, conn: sa.Connection, now_ms: int) -> int:
         """Remove locks without a txn whose last heartbeat (ms) is older than the txn timeout.

@@ -10,10 +10,8 @@ from typing import Any, cast
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
     AddPartitionsResult,
-    AlreadyExistsException,
     AlterPartitionsResponse,
     DropPartitionsResult,
-    FieldSchema,
     GetPartitionsByNamesResult,
     InvalidObjectException,
     InvalidOperationException,
@@ -32,15 +30,21 @@ from thrift.Thrift import TMessageType
 
 from hivemesh import storage
 from hivemesh.hive import events
-from hivemesh.hive.constants import now_s
 from hivemesh.hive.hms_methods import argument_problem, positional_args
-from hivemesh.hive.names import db_ref, make_part_name, split_part_name, unescape_path_name
-from hivemesh.metastore import fast_stats, partition_filter, partition_wire, rows, statistics
+from hivemesh.hive.names import db_ref, split_part_name, unescape_path_name
+from hivemesh.metastore import (
+    fast_stats,
+    partition_filter,
+    partition_wire,
+    partition_writes,
+    rows,
+    statistics,
+)
 from hivemesh.metastore.base import CatalogBase, Tx, env_props, java_list
+from hivemesh.metastore.partition_writes import TableInfo
 from hivemesh.metastore.schema import (
     DBS,
     PARTITION_KEY_VALS,
-    PARTITION_KEYS,
     PARTITION_PARAMS,
     PARTITIONS,
     SDS,
@@ -50,9 +54,6 @@ from hivemesh.metastore.schema import (
 
 log = logging.getLogger(__name__)
 
-DDL_TIME = "transient_lastDdlTime"
-
-
 SPEC_GROUPING = "hive.hcatalog.partition.spec.grouping.enabled"
 """Table parameter: answer PartitionSpecs grouped by shared storage descriptor (Hive's switch)."""
 
@@ -60,39 +61,20 @@ UNCACHED_FILTER_TERMS = 64
 """Filters with more comparisons than this run without SQLAlchemy's compiled-statement cache."""
 
 
-class _TableInfo:
-    """What partition calls need to know about their table."""
-
-    def __init__(self, conn: sa.Connection, row: sa.Row[Any]):
-        self.row = row
-        self.id = row.TBL_ID
-        self.db = row.DB_NAME
-        self.name = row.TBL_NAME
-        self.cat = row.CTLG_NAME
-        self.managed = row.TBL_TYPE == "MANAGED_TABLE"
-        self.keys = conn.execute(
-            sa.select(PARTITION_KEYS.c.PKEY_NAME, PARTITION_KEYS.c.PKEY_TYPE)
-            .where(PARTITION_KEYS.c.TBL_ID == row.TBL_ID)
-            .order_by(PARTITION_KEYS.c.INTEGER_IDX)
+def _renamed(
+    conn: sa.Connection, row: sa.Row[Any], new_part: Partition
+) -> tuple[list[Partition], list[dict[str, str] | None]]:
+    """For :func:`partition_writes.fill_fast_stats`: the renamed partition's new parameters (the
+    request's, else its current ones) at its current location, and its current parameters."""
+    old_params = dict(
+        conn.execute(
+            sa.select(PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE).where(
+                PARTITION_PARAMS.c.PART_ID == row.PART_ID
+            )
         ).all()
-        self.key_names = [k for k, _ in self.keys]
-        self.key_types = {k: t for k, t in self.keys}
-        sd = (
-            conn.execute(sa.select(SDS.c.LOCATION, SDS.c.CD_ID).where(SDS.c.SD_ID == row.SD_ID)).first()
-            if row.SD_ID
-            else None
-        )
-        self.location = sd.LOCATION if sd else None
-        self.cd_id = sd.CD_ID if sd else None
-
-    def part_name(self, values: Sequence[str]) -> str:
-        """Hive's escaped partition name for ``values``; MetaException when their count is wrong."""
-        if len(values or []) != len(self.key_names):
-            # Hive's text (Warehouse.makePartName): each item followed by ", "
-            keys = "".join(f"{k}, " for k in self.key_names)
-            vals = "".join(f"{v}, " for v in values or [])
-            raise MetaException(f"Invalid partition key & values; keys [{keys}], values [{vals}]")
-        return make_part_name(self.key_names, values)
+    )
+    params = dict(new_part.parameters) if new_part.parameters is not None else dict(old_params)
+    return [Partition(parameters=params, sd=StorageDescriptor(location=row.LOCATION))], [old_params]
 
 
 class PartitionMixin(CatalogBase):
@@ -136,10 +118,10 @@ class PartitionMixin(CatalogBase):
         tbl: str,
         exc: type[Exception] = NoSuchObjectException,
         lock: bool = False,
-    ) -> _TableInfo:
-        return _TableInfo(conn, self.table_row(conn, db, tbl, exc=exc, for_update=lock))
+    ) -> TableInfo:
+        return TableInfo(conn, self.table_row(conn, db, tbl, exc=exc, for_update=lock))
 
-    def _ids(self, info: _TableInfo, cond: Any = None, max_parts: int = -1) -> sa.Select[Any]:
+    def _ids(self, info: TableInfo, cond: Any = None, max_parts: int = -1) -> sa.Select[Any]:
         q = sa.select(PARTITIONS.c.PART_ID).where(info.id == PARTITIONS.c.TBL_ID)
         if cond is not None:
             q = q.where(cond)
@@ -149,166 +131,96 @@ class PartitionMixin(CatalogBase):
         return q
 
     def _load(
-        self, conn: sa.Connection, info: _TableInfo, ids: sa.Select[Any] | Sequence[int]
+        self, conn: sa.Connection, info: TableInfo, ids: sa.Select[Any] | Sequence[int]
     ) -> list[Partition]:
         return rows.load_partitions(conn, info.db, info.name, info.cat, ids)
 
-    def _event_table(self, conn: sa.Connection, info: _TableInfo) -> Table:
+    def _event_table(self, conn: sa.Connection, info: TableInfo) -> Table:
         """The table as ``get_table`` returns it, for the objects of partition events."""
         return self._table_image(conn, info.cat, info.db, info.name)
 
     @staticmethod
-    def _event(tx: Tx, info: _TableInfo, event_type: str, message: str) -> None:
+    def _event(tx: Tx, info: TableInfo, event_type: str, message: str) -> None:
         """Record a partition event of ``info``'s table on ``tx``."""
         tx.event(event_type, message, db=info.db, table=info.name, catalog=info.cat)
 
-    @staticmethod
-    def _table_cd(conn: sa.Connection, info: _TableInfo) -> tuple[int, tuple[Any, ...]] | None:
-        """The table's column descriptor, for partitions with the same columns to share."""
-        if info.cd_id is None:
-            return None
-        return info.cd_id, rows.columns_key(rows.load_columns(conn, info.cd_id))
-
     # ---------------------------------------------------------------- add
-    def _prepare(
-        self, info: _TableInfo, part: Partition, table_sd: StorageDescriptor | None
-    ) -> tuple[str, Partition]:
-        if (
-            part.dbName
-            and part.dbName.lower() != info.db
-            or part.tableName
-            and part.tableName.lower() != info.name
-        ):
-            raise MetaException(
-                f"Partition does not belong to target table {info.db}.{info.name}: {part.dbName}.{part.tableName}"
-            )
-        name = info.part_name(part.values)
-        p = Partition(**part.__dict__)
-        p.dbName, p.tableName, p.catName = info.db, info.name, info.cat
-        p.createTime = now_s()
-        p.parameters = dict(part.parameters or {})
-        p.parameters.setdefault(DDL_TIME, str(p.createTime))
-        sd = StorageDescriptor(**(part.sd or table_sd or StorageDescriptor()).__dict__)
-        if part.sd is None:
-            sd.location = None  # the table's storage descriptor, at the partition's default location
-        if sd.location:
-            sd.location = self.checked_location(sd.location)
-        elif info.location:
-            sd.location = storage.join_location(info.location, name)
-        p.sd = sd
-        return name, p
-
     def _add_partitions(
         self,
-        tx: Tx,
-        info: _TableInfo,
+        db: str | None,
+        tbl: str,
         parts: Sequence[Partition],
         if_not_exists: bool,
         env: dict[str, str] | None = None,
     ) -> list[Partition]:
-        conn = tx.conn
-        table_sd = None
-        if any(p.sd is None for p in parts) and info.row.SD_ID is not None:
-            table_sd = rows.load_sds(conn, [info.row.SD_ID])[info.row.SD_ID]
-        prepared: dict[str, Partition] = {}
-        for part in parts:
-            name, p = self._prepare(info, part, table_sd)
-            if name in prepared:
-                if if_not_exists:
-                    continue
-                raise AlreadyExistsException(f"Partition already exists: {info.db}.{info.name} {name}")
-            prepared[name] = p
-        names = list(prepared)
-        existing: set[str] = set()
-        for i in range(0, len(names), 5000):
-            existing.update(
-                conn.execute(
-                    sa.select(PARTITIONS.c.PART_NAME).where(
-                        info.id == PARTITIONS.c.TBL_ID, PARTITIONS.c.PART_NAME.in_(names[i : i + 5000])
-                    )
-                ).scalars()
-            )
-        if existing and not if_not_exists:
-            raise AlreadyExistsException(
-                f"Partition already exists: {info.db}.{info.name} {sorted(existing)[0]}"
-            )
-        names = [n for n in names if n not in existing]
-        new_parts = [prepared[n] for n in names]
-        if not new_parts:
+        """Add partitions of table ``db.tbl`` in one write transaction with one ADD_PARTITION event;
+        the added partitions (none when all exist and ``if_not_exists``).
+
+        Storage I/O stays outside the transaction: listings for fast statistics are taken before
+        it (:meth:`_gather_listings`), directories are made after it commits (a failed call makes
+        none). Raises InvalidObjectException (no table), AlreadyExistsException, MetaException
+        (wrong number of values, a partition of another table, a location outside the allowed ones).
+        """
+        listings = fast_stats.Listings(new_dirs=True)
+        if any(fast_stats.may_list(env, p.parameters, force=False) for p in parts):
+
+            def plan(conn: sa.Connection) -> list[str | None]:
+                info = self._table_info(conn, db, tbl, exc=InvalidObjectException)
+                new_parts = list(
+                    partition_writes.new_partitions(
+                        conn, info, parts, if_not_exists, self.checked_location
+                    ).values()
+                )
+                return [
+                    partition_writes.location(p)
+                    for p in partition_writes.stats_to_list(new_parts, [None] * len(new_parts), env, False)
+                ]
+
+            self._gather_listings(listings, plan)
+
+        def work(tx: Tx) -> list[Partition]:
+            info = self._table_info(tx.conn, db, tbl, exc=InvalidObjectException, lock=True)
+            return self._add_partitions_tx(tx, info, parts, if_not_exists, env, listings)
+
+        return self._write_with_listings(listings, work)
+
+    def _add_partitions_tx(
+        self,
+        tx: Tx,
+        info: TableInfo,
+        parts: Sequence[Partition],
+        if_not_exists: bool,
+        env: dict[str, str] | None,
+        listings: fast_stats.Listings | None,
+    ) -> list[Partition]:
+        """Add partitions inside ``tx`` (the table's row locked); ``listings`` None lists locations
+        inside the transaction (``exchange_partition``, which moves directories there too)."""
+        new = partition_writes.new_partitions(tx.conn, info, parts, if_not_exists, self.checked_location)
+        if not new:
             return []
-        for p in new_parts:  # Hive's fast stats for partitions added over existing directories
-            p.lastAccessTime = p.lastAccessTime or 0  # returned as stored, as Hive does (not unset)
-            if fast_stats.require_cal_stats(env, False, None, p.parameters, partition=True):
-                loc = p.sd.location if p.sd else None
-                fast_stats.update_fast(p.parameters, loc, env, new_dir=not storage.exists(loc), force=False)
-        sd_ids = rows.insert_sds(conn, [p.sd for p in new_parts], shared_cd=self._table_cd(conn, info))
-        part_rows = [
-            {
-                "TBL_ID": info.id,
-                "PART_NAME": n,
-                "SD_ID": sd_id,
-                "CREATE_TIME": p.createTime,
-                "LAST_ACCESS_TIME": p.lastAccessTime or 0,
-                "WRITE_ID": p.writeId if p.writeId and p.writeId > 0 else 0,
-            }
-            for n, p, sd_id in zip(names, new_parts, sd_ids, strict=True)
-        ]
-        part_ids = rows.insert_returning(conn, PARTITIONS, "PART_ID", part_rows)
-        rows.insert_params(
-            conn, PARTITION_PARAMS, "PART_ID", zip(part_ids, (p.parameters for p in new_parts), strict=True)
-        )
-        conn.execute(
-            PARTITION_KEY_VALS.insert(),
-            [
-                {"PART_ID": pid, "TBL_ID": info.id, "PART_KEY_VAL": v, "INTEGER_IDX": i}
-                for pid, p in zip(part_ids, new_parts, strict=True)
-                for i, v in enumerate(p.values)
-            ],
-        )
+        new_parts = list(new.values())
+        # Hive's fast stats for partitions added over existing directories
+        partition_writes.fill_fast_stats(new_parts, [None] * len(new_parts), env, False, listings)
+        part_rows = partition_writes.insert_partitions(tx.conn, info, new)
         locs = [p.sd.location for p in new_parts if p.sd and p.sd.location]
         tx.after_commit.append(lambda: [storage.make_dirs(loc) for loc in locs])
         # One ADD_PARTITION event for the whole batch (Hive's add_partitions_core)
-        cols_cache: dict[tuple[Any, ...], list[FieldSchema]] = {}
-        stored = []
-        for p, row in zip(new_parts, part_rows, strict=True):
-            key = rows.columns_key(p.sd.cols)
-            if key not in cols_cache:
-                cols_cache[key] = [FieldSchema(name=n, type=t, comment=c) for n, t, c in key]
-            stored.append(
-                Partition(
-                    values=list(p.values),
-                    dbName=info.db,
-                    tableName=info.name,
-                    createTime=p.createTime,
-                    lastAccessTime=row["LAST_ACCESS_TIME"],
-                    sd=rows.stored_sd(p.sd, list(cols_cache[key])),
-                    parameters=rows.stored_params(p.parameters),
-                    catName=info.cat,
-                    writeId=row["WRITE_ID"] or -1,  # as get_partitions answers (Hive 4: -1, none)
-                )
-            )
-        table = self._event_table(conn, info)
+        stored = partition_writes.stored_partitions(info, new_parts, part_rows)
+        table = self._event_table(tx.conn, info)
         self._event(tx, info, events.ADD_PARTITION, events.add_partition_message(table, stored))
         return new_parts
 
     def add_partition(self, new_part: Partition) -> Partition:
         """Add one partition; raises AlreadyExistsException, InvalidObjectException (no table),
         MetaException (wrong number of values)."""
-        with self.write() as tx:
-            info = self._table_info(
-                tx.conn, self._part_db(new_part), new_part.tableName, exc=InvalidObjectException, lock=True
-            )
-            return self._add_partitions(tx, info, [new_part], False)[0]
+        return self._add_partitions(self._part_db(new_part), new_part.tableName, [new_part], False)[0]
 
     def add_partition_with_environment_context(
         self, new_part: Partition, environment_context: Any
     ) -> Partition:
         """:meth:`add_partition`; ``DO_NOT_UPDATE_STATS``/``STATS_GENERATED`` are honoured."""
-        with self.write() as tx:
-            info = self._table_info(
-                tx.conn, self._part_db(new_part), new_part.tableName, exc=InvalidObjectException, lock=True
-            )
-            return self._add_partitions(tx, info, [new_part], False, env_props(environment_context))[0]
+        env = env_props(environment_context)
+        return self._add_partitions(self._part_db(new_part), new_part.tableName, [new_part], False, env)[0]
 
     def append_partition(self, db_name: str, tbl_name: str, part_vals: list[str]) -> Partition:
         """Add a partition by its values with the table's storage descriptor and default location."""
@@ -319,18 +231,12 @@ class PartitionMixin(CatalogBase):
         if not new_parts:
             return 0
         first = new_parts[0]
-        with self.write() as tx:
-            info = self._table_info(
-                tx.conn, self._part_db(first), first.tableName, exc=InvalidObjectException, lock=True
-            )
-            return len(self._add_partitions(tx, info, new_parts, False))
+        return len(self._add_partitions(self._part_db(first), first.tableName, new_parts, False))
 
     def add_partitions_req(self, request: Any) -> AddPartitionsResult:
         """AddPartitionsRequest: ``ifNotExists`` skips existing ones; ``needResult`` returns the added."""
         db = db_ref(request.dbName, request.catName)
-        with self.write() as tx:
-            info = self._table_info(tx.conn, db, request.tblName, exc=InvalidObjectException, lock=True)
-            added = self._add_partitions(tx, info, request.parts or [], bool(request.ifNotExists))
+        added = self._add_partitions(db, request.tblName, request.parts or [], bool(request.ifNotExists))
         return AddPartitionsResult(partitions=added if request.needResult in (None, True) else None)
 
     @staticmethod
@@ -365,7 +271,7 @@ class PartitionMixin(CatalogBase):
             return found[0]
 
     @staticmethod
-    def _canonical_name(info: _TableInfo, part_name: str) -> str:
+    def _canonical_name(info: TableInfo, part_name: str) -> str:
         try:
             kv = split_part_name(part_name)
         except ValueError as e:
@@ -408,7 +314,7 @@ class PartitionMixin(CatalogBase):
         with self.read_statement() as conn:  # one statement: a missing table has no names either
             return list(conn.execute(q).scalars())
 
-    def _ps_cond(self, info: _TableInfo, part_vals: Sequence[str]) -> Any:
+    def _ps_cond(self, info: TableInfo, part_vals: Sequence[str]) -> Any:
         if len(part_vals or []) > len(info.key_names):
             raise MetaException(
                 f"Incorrect number of partition values. numPartKeys={len(info.key_names)}, "
@@ -461,7 +367,7 @@ class PartitionMixin(CatalogBase):
             return list(conn.execute(q).scalars())
 
     def _filter_ids(
-        self, conn: sa.Connection, info: _TableInfo, filter_text: str, max_parts: int
+        self, conn: sa.Connection, info: TableInfo, filter_text: str, max_parts: int
     ) -> sa.Select[Any] | list[int]:
         try:
             expr = partition_filter.parse_filter(filter_text)
@@ -548,7 +454,7 @@ class PartitionMixin(CatalogBase):
             return self._partition_specs(conn, info, self._load(conn, info, self._ids(info, None, max_parts)))
 
     def _partition_specs(
-        self, conn: sa.Connection, info: _TableInfo, parts: list[Partition]
+        self, conn: sa.Connection, info: TableInfo, parts: list[Partition]
     ) -> list[PartitionSpec]:
         """Partitions as Hive 4 answers them in PartitionSpecs: one spec listing them all (rooted
         at the table's location), unless the table has ``hive.hcatalog.partition.spec.grouping.enabled
@@ -690,83 +596,101 @@ class PartitionMixin(CatalogBase):
         new_parts: Sequence[Partition],
         env: dict[str, str] | None = None,
     ) -> None:
-        with self.write() as tx:
-            conn = tx.conn
-            try:
-                info = self._table_info(conn, db_name, tbl_name, lock=True)
-            except NoSuchObjectException as e:
-                raise InvalidOperationException(f"alter is not possible: {e.message}") from e
-            by_name = {info.part_name(p.values): p for p in new_parts}
-            found = dict(
-                conn.execute(
-                    sa.select(PARTITIONS.c.PART_NAME, PARTITIONS.c.PART_ID).where(
-                        info.id == PARTITIONS.c.TBL_ID, PARTITIONS.c.PART_NAME.in_(list(by_name))
-                    )
-                ).all()
+        """Replace the storage descriptors and parameters of existing partitions in one write
+        transaction, with one ALTER_PARTITION event per partition in the request's order.
+
+        Listings for fast statistics are taken before the transaction. Raises
+        InvalidOperationException (no table, a partition missing), MetaException (wrong number of
+        values).
+        """
+        listings = fast_stats.Listings(new_dirs=False)
+        if any(fast_stats.may_list(env, p.parameters, force=True) for p in new_parts):
+
+            def plan(conn: sa.Connection) -> list[str | None]:
+                info, by_name, ids = self._altered(conn, db_name, tbl_name, new_parts, lock=False)
+                old = partition_writes.fast_params(conn, ids)
+                # copies: the request's partitions are prepared in the write transaction
+                parts = [
+                    Partition(values=p.values, sd=p.sd, parameters=dict(p.parameters or {}))
+                    for p in by_name.values()
+                ]
+                to_list = partition_writes.stats_to_list(parts, [old.get(pid) for pid in ids], env, True)
+                return [partition_writes.location(p) for p in to_list]
+
+            self._gather_listings(listings, plan)
+
+        def work(tx: Tx) -> None:
+            self._alter_partitions_tx(tx, db_name, tbl_name, new_parts, env, listings)
+
+        self._write_with_listings(listings, work)
+
+    def _alter_partitions_tx(
+        self,
+        tx: Tx,
+        db_name: str | None,
+        tbl_name: str,
+        new_parts: Sequence[Partition],
+        env: dict[str, str] | None,
+        listings: fast_stats.Listings,
+    ) -> None:
+        conn = tx.conn
+        info, by_name, ids = self._altered(conn, db_name, tbl_name, new_parts, lock=True)
+        before = {tuple(p.values): p for p in rows.load_partitions(conn, info.db, info.name, info.cat, ids)}
+        old_sds = (
+            conn.execute(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.PART_ID.in_(ids))).scalars().all()
+        )
+        old_fast = partition_writes.fast_params(conn, ids)
+        parts = list(by_name.values())
+        for p in parts:
+            partition_writes.prepare_altered(p)
+        partition_writes.fill_fast_stats(parts, [old_fast.get(pid) for pid in ids], env, True, listings)
+        new_sd_ids = rows.insert_sds(
+            conn,
+            [p.sd or StorageDescriptor() for p in parts],
+            shared_cd=partition_writes.table_cd(conn, info),
+        )
+        partition_writes.update_altered(conn, ids, new_sd_ids, parts)
+        rows.delete_sds(conn, old_sds)
+        # Hive: one ALTER_PARTITION per partition, in the order of the request
+        after = {tuple(p.values): p for p in rows.load_partitions(conn, info.db, info.name, info.cat, ids)}
+        table = self._event_table(conn, info)
+        for p in parts:
+            key = tuple(p.values)
+            self._event(
+                tx,
+                info,
+                events.ALTER_PARTITION,
+                events.alter_partition_message(table, before[key], after[key]),
             )
-            missing = [n for n in by_name if n not in found]
-            if missing:
-                raise InvalidOperationException(
-                    f"alter is not possible: partition {missing[0]} of {info.db}.{info.name} does not exist"
-                )
-            ids = [found[n] for n in by_name]
-            before = {
-                tuple(p.values): p for p in rows.load_partitions(conn, info.db, info.name, info.cat, ids)
-            }
-            old_sds = (
-                conn.execute(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.PART_ID.in_(ids)))
-                .scalars()
-                .all()
-            )
-            parts = list(by_name.values())
-            old_fast: dict[int, dict[str, str]] = {}
-            for pid, k, v in conn.execute(
-                sa.select(
-                    PARTITION_PARAMS.c.PART_ID, PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE
-                ).where(
-                    PARTITION_PARAMS.c.PART_ID.in_(ids),
-                    PARTITION_PARAMS.c.PARAM_KEY.in_(fast_stats.FAST_STATS),
-                )
-            ):
-                old_fast.setdefault(pid, {})[k] = v
-            for pid, p in zip(ids, parts, strict=True):
-                p.parameters = dict(p.parameters or {})
-                p.parameters.setdefault(DDL_TIME, str(now_s()))
-                if p.sd is not None and p.sd.location:
-                    p.sd = StorageDescriptor(**p.sd.__dict__)
-                if fast_stats.require_cal_stats(env, False, old_fast.get(pid), p.parameters, partition=True):
-                    loc = p.sd.location if p.sd else None
-                    fast_stats.update_fast(p.parameters, loc, env, new_dir=False, force=True)
-            new_sd_ids = rows.insert_sds(
-                conn, [p.sd or StorageDescriptor() for p in parts], shared_cd=self._table_cd(conn, info)
-            )
+
+    def _altered(
+        self,
+        conn: sa.Connection,
+        db_name: str | None,
+        tbl_name: str,
+        new_parts: Sequence[Partition],
+        lock: bool,
+    ) -> tuple[TableInfo, dict[str, Partition], list[int]]:
+        """The table (its row locked with ``lock``), the request's partitions by name and their
+        PART_IDs in that order; InvalidOperationException when the table or a partition is missing."""
+        try:
+            info = self._table_info(conn, db_name, tbl_name, lock=lock)
+        except NoSuchObjectException as e:
+            raise InvalidOperationException(f"alter is not possible: {e.message}") from e
+        by_name = {info.part_name(p.values): p for p in new_parts}
+        found = dict(
             conn.execute(
-                PARTITIONS.update()
-                .where(sa.bindparam("pid") == PARTITIONS.c.PART_ID)
-                .values(SD_ID=sa.bindparam("sd"), LAST_ACCESS_TIME=sa.bindparam("lat")),
-                [
-                    {"pid": pid, "sd": sd, "lat": p.lastAccessTime or 0}
-                    for pid, sd, p in zip(ids, new_sd_ids, parts, strict=True)
-                ],
-            )
-            conn.execute(PARTITION_PARAMS.delete().where(PARTITION_PARAMS.c.PART_ID.in_(ids)))
-            rows.insert_params(
-                conn, PARTITION_PARAMS, "PART_ID", zip(ids, (p.parameters for p in parts), strict=True)
-            )
-            rows.delete_sds(conn, old_sds)
-            # Hive: one ALTER_PARTITION per partition, in the order of the request
-            after = {
-                tuple(p.values): p for p in rows.load_partitions(conn, info.db, info.name, info.cat, ids)
-            }
-            table = self._event_table(conn, info)
-            for p in parts:
-                key = tuple(p.values)
-                self._event(
-                    tx,
-                    info,
-                    events.ALTER_PARTITION,
-                    events.alter_partition_message(table, before[key], after[key]),
+                sa.select(PARTITIONS.c.PART_NAME, PARTITIONS.c.PART_ID).where(
+                    info.id == PARTITIONS.c.TBL_ID, PARTITIONS.c.PART_NAME.in_(list(by_name))
                 )
+            ).all()
+        )
+        missing = [n for n in by_name if n not in found]
+        if missing:
+            raise InvalidOperationException(
+                f"alter is not possible: partition {missing[0]} of {info.db}.{info.name} does not exist"
+            )
+        return info, by_name, [found[n] for n in by_name]
 
     def alter_partition(self, db_name: str, tbl_name: str, new_part: Partition) -> None:
         """Replace a partition's storage descriptor and parameters; InvalidOperationException if missing."""
@@ -799,70 +723,87 @@ class PartitionMixin(CatalogBase):
     ) -> None:
         """Give a partition new values; a managed partition at its default location moves with it.
 
-        Raises InvalidOperationException (missing partition, or the target exists: Hive's IDL
-        declares no AlreadyExistsException here).
+        The listing for its fast statistics is taken before the write transaction, the directory
+        is moved inside it (see :meth:`_rename_partition_tx`). Raises InvalidOperationException
+        (missing partition, or the target exists: Hive's IDL declares no AlreadyExistsException
+        here).
         """
-        with self.write() as tx:
-            conn = tx.conn
-            info = self._table_info(conn, db_name, tbl_name, exc=InvalidOperationException, lock=True)
-            old_name = info.part_name(part_vals)
-            new_name = info.part_name(new_part.values)
-            row = conn.execute(
-                sa.select(PARTITIONS.c.PART_ID, PARTITIONS.c.SD_ID).where(
-                    PARTITIONS.c.TBL_ID == info.id, PARTITIONS.c.PART_NAME == old_name
-                )
-            ).first()
-            if row is None:
-                raise InvalidOperationException(
-                    f"Unable to rename partition: {old_name} of {info.db}.{info.name} does not exist"
-                )
-            if conn.execute(
-                sa.select(PARTITIONS.c.PART_ID).where(
-                    PARTITIONS.c.TBL_ID == info.id, PARTITIONS.c.PART_NAME == new_name
-                )
-            ).first():
-                raise InvalidOperationException(
-                    f"Partition already exists:{info.db}.{info.name}.{java_list(new_part.values)}"
-                )
-            old_loc = conn.execute(sa.select(SDS.c.LOCATION).where(SDS.c.SD_ID == row.SD_ID)).scalar()
-            before = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
-            conn.execute(
-                PARTITIONS.update().where(PARTITIONS.c.PART_ID == row.PART_ID).values(PART_NAME=new_name)
+        listings = fast_stats.Listings(new_dirs=False)
+
+        def plan(conn: sa.Connection) -> list[str | None]:
+            info = self._table_info(conn, db_name, tbl_name, exc=InvalidOperationException)
+            row = self._rename_source(conn, info, part_vals, new_part)
+            return [
+                p.sd.location
+                for p in partition_writes.stats_to_list(*_renamed(conn, row, new_part), None, True)
+            ]
+
+        self._gather_listings(listings, plan)
+        self._write_with_listings(
+            listings,
+            lambda tx: self._rename_partition_tx(tx, db_name, tbl_name, part_vals, new_part, listings),
+        )
+
+    def _rename_partition_tx(
+        self,
+        tx: Tx,
+        db_name: str,
+        tbl_name: str,
+        part_vals: list[str],
+        new_part: Partition,
+        listings: fast_stats.Listings,
+    ) -> None:
+        conn = tx.conn
+        info = self._table_info(conn, db_name, tbl_name, exc=InvalidOperationException, lock=True)
+        row = self._rename_source(conn, info, part_vals, new_part)
+        renamed, old_params = _renamed(conn, row, new_part)
+        partition_writes.fill_fast_stats(renamed, old_params, None, True, listings)
+        before = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
+        old_loc = row.LOCATION
+        cur_loc = partition_writes.rename_rows(conn, info, row, part_vals, new_part.values)
+        conn.execute(PARTITION_PARAMS.delete().where(PARTITION_PARAMS.c.PART_ID == row.PART_ID))
+        rows.insert_params(conn, PARTITION_PARAMS, "PART_ID", [(row.PART_ID, renamed[0].parameters)])
+        after = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
+        self._event(  # Hive: a rename is an ALTER_PARTITION from the old to the new partition
+            tx,
+            info,
+            events.ALTER_PARTITION,
+            events.alter_partition_message(self._event_table(conn, info), before, after),
+        )
+        if cur_loc != old_loc:  # last: the directory moves only when everything else succeeded
+            # Inside the write transaction on purpose: a move the storage refuses rolls the
+            # rename back, so the store never names a directory that did not move (after the
+            # commit, a failed move would leave the partition pointing at a missing directory).
+            # cur_loc differs only when joined from an old_loc that matched a str location
+            storage.move_dir(cast(str, old_loc), cast(str, cur_loc))
+
+    @staticmethod
+    def _rename_source(
+        conn: sa.Connection, info: TableInfo, part_vals: list[str], new_part: Partition
+    ) -> sa.Row[Any]:
+        """PART_ID, SD_ID and LOCATION of the partition to rename; InvalidOperationException when it
+        is missing or a partition with the new values exists."""
+        old_name = info.part_name(part_vals)
+        new_name = info.part_name(new_part.values)
+        q: sa.Select[Any] = (
+            sa.select(PARTITIONS.c.PART_ID, PARTITIONS.c.SD_ID, SDS.c.LOCATION)
+            .select_from(PARTITIONS.outerjoin(SDS, SDS.c.SD_ID == PARTITIONS.c.SD_ID))
+            .where(PARTITIONS.c.TBL_ID == info.id, PARTITIONS.c.PART_NAME == old_name)
+        )
+        row = conn.execute(q).first()
+        if row is None:
+            raise InvalidOperationException(
+                f"Unable to rename partition: {old_name} of {info.db}.{info.name} does not exist"
             )
-            conn.execute(PARTITION_KEY_VALS.delete().where(PARTITION_KEY_VALS.c.PART_ID == row.PART_ID))
-            conn.execute(
-                PARTITION_KEY_VALS.insert(),
-                [
-                    {"PART_ID": row.PART_ID, "TBL_ID": info.id, "PART_KEY_VAL": v, "INTEGER_IDX": i}
-                    for i, v in enumerate(new_part.values)
-                ],
+        if conn.execute(
+            sa.select(PARTITIONS.c.PART_ID).where(
+                PARTITIONS.c.TBL_ID == info.id, PARTITIONS.c.PART_NAME == new_name
             )
-            cur_loc = old_loc
-            if info.managed and info.location and old_loc == storage.join_location(info.location, old_name):
-                cur_loc = storage.join_location(info.location, new_name)
-                conn.execute(SDS.update().where(SDS.c.SD_ID == row.SD_ID).values(LOCATION=cur_loc))
-            old_params = dict(
-                conn.execute(
-                    sa.select(PARTITION_PARAMS.c.PARAM_KEY, PARTITION_PARAMS.c.PARAM_VALUE).where(
-                        PARTITION_PARAMS.c.PART_ID == row.PART_ID
-                    )
-                ).all()
+        ).first():
+            raise InvalidOperationException(
+                f"Partition already exists:{info.db}.{info.name}.{java_list(new_part.values)}"
             )
-            params = dict(new_part.parameters) if new_part.parameters is not None else dict(old_params)
-            if fast_stats.require_cal_stats(None, False, old_params, params, partition=True):
-                fast_stats.update_fast(params, old_loc, None, new_dir=False, force=True)
-            conn.execute(PARTITION_PARAMS.delete().where(PARTITION_PARAMS.c.PART_ID == row.PART_ID))
-            rows.insert_params(conn, PARTITION_PARAMS, "PART_ID", [(row.PART_ID, params)])
-            after = rows.load_partitions(conn, info.db, info.name, info.cat, [row.PART_ID])[0]
-            self._event(  # Hive: a rename is an ALTER_PARTITION from the old to the new partition
-                tx,
-                info,
-                events.ALTER_PARTITION,
-                events.alter_partition_message(self._event_table(conn, info), before, after),
-            )
-            if cur_loc != old_loc:  # last: the directory moves only when everything else succeeded
-                # cur_loc differs only when joined from an old_loc that matched a str location
-                storage.move_dir(cast(str, old_loc), cast(str, cur_loc))
+        return row
 
     # ---------------------------------------------------------------- drop
     def _delete_partition_rows(self, conn: sa.Connection, part_ids: sa.Select[Any] | list[int]) -> None:
@@ -897,7 +838,7 @@ class PartitionMixin(CatalogBase):
             return self._drop_partition_ids(tx, info, ids, delete_data)
 
     def _drop_partition_ids(
-        self, tx: Tx, info: _TableInfo, ids: Sequence[int], delete_data: bool
+        self, tx: Tx, info: TableInfo, ids: Sequence[int], delete_data: bool
     ) -> list[Partition]:
         """Drop partitions by PART_ID inside ``tx`` (one DROP_PARTITION each, as Hive's
         drop_partitions_req); a managed table's partition directories are deleted after the

@@ -141,6 +141,18 @@ _TYPE_WORD = re.compile(r"^\s*([A-Za-z0-9_]+)")
 DISALLOW_TYPE_CHANGES = "hive.metastore.disallow.incompatible.col.type.changes"
 
 
+def _lists_new_directory(table: Table, ttype: str, env: dict[str, str] | None) -> bool:
+    """Whether creating ``table`` lists its directory for fast statistics (an unpartitioned table
+    with a storage descriptor, not a view, without both statistics given)."""
+    return (
+        table.sd is not None
+        and ttype != "VIRTUAL_VIEW"
+        and not table.partitionKeys
+        and fast_stats.require_cal_stats(env, is_view=False)
+        and fast_stats.would_list(table.parameters, force=False)
+    )
+
+
 def _validate_columns(cols: list[FieldSchema] | None, what: str) -> None:
     """Raises InvalidObjectException ("Invalid column type: x") as Hive's create_table does."""
     for c in cols or []:
@@ -274,49 +286,73 @@ class TableMixin(CatalogBase):
         table.createTime = now_s()
         table.parameters.setdefault(DDL_TIME, str(table.createTime))
         ttype = effective_table_type(table)
-        with self.write() as tx:
-            try:
-                db_row = self.db_row(tx.conn, ref)
-            except NoSuchObjectException as e:  # Hive answers InvalidObjectException(<db name>) here
-                raise InvalidObjectException(str(tbl.dbName)) from e
-            exists = tx.conn.execute(
-                sa.select(TBLS.c.TBL_ID).where(
-                    TBLS.c.DB_ID == db_row.DB_ID, table.tableName == TBLS.c.TBL_NAME
-                )
-            ).first()
-            if exists:
-                raise self.already_exists(f"Table {table.tableName} already exists")
-            if table.sd is not None and ttype != "VIRTUAL_VIEW":
-                sd = table.sd.__class__(**table.sd.__dict__)
-                if sd.location:
-                    sd.location = self.checked_location(sd.location)
-                else:
-                    root = managed_root(db_row) if ttype == MANAGED else db_row.DB_LOCATION_URI
-                    sd.location = storage.join_location(root, table.tableName)
-                table.sd = sd
-                loc = sd.location
-                # Hive's fast stats: an unpartitioned table created over an existing directory
-                # gets its file count and size (a new directory is created empty after the
-                # commit). A partitioned table gets none: its partitions carry their own, and
-                # Hive 3+ never updates the table's (a frozen size would mislead planners).
-                if not table.partitionKeys and fast_stats.require_cal_stats(env, is_view=False):
-                    fast_stats.update_fast(
-                        table.parameters, loc, env, new_dir=not storage.exists(loc), force=False
-                    )
-                tx.after_commit.append(lambda: storage.make_dirs(loc))
-            self._insert_table(tx, db_row, table)
-            created = self._table_image(tx.conn, db_row.CTLG_NAME, db_row.NAME, table.tableName)
-            tx.event(
-                events.CREATE_TABLE,
-                events.create_table_message(created),
-                db=db_row.NAME,
-                table=table.tableName,
-                catalog=db_row.CTLG_NAME,
+        listings = fast_stats.Listings(new_dirs=True)
+        if _lists_new_directory(table, ttype, env):
+            self._gather_listings(
+                listings, lambda conn: [self._new_location(self.db_row(conn, ref), table, ttype)]
             )
-            if constraints is not None:  # stored with the table; their events follow CREATE_TABLE
-                self.add_table_constraints(
-                    tx, db_row.CTLG_NAME, _own_constraints(constraints, db_row.NAME, table)
-                )
+        self._write_with_listings(
+            listings,
+            lambda tx: self._create_table_tx(tx, ref, tbl.dbName, table, ttype, env, constraints, listings),
+        )
+
+    def _create_table_tx(
+        self,
+        tx: Tx,
+        ref: str | None,
+        db_name: str | None,
+        prepared: Table,
+        ttype: str,
+        env: dict[str, str] | None,
+        constraints: SQLAllTableConstraints | None,
+        listings: fast_stats.Listings,
+    ) -> None:
+        """Store the table :meth:`create_table` prepared (a copy: a retried transaction starts
+        again from it), its CREATE_TABLE event and its constraints' events."""
+        table = Table(**prepared.__dict__)
+        table.parameters = dict(prepared.parameters)
+        try:
+            db_row = self.db_row(tx.conn, ref)
+        except NoSuchObjectException as e:  # Hive answers InvalidObjectException(<db name>) here
+            raise InvalidObjectException(str(db_name)) from e
+        exists = tx.conn.execute(
+            sa.select(TBLS.c.TBL_ID).where(TBLS.c.DB_ID == db_row.DB_ID, table.tableName == TBLS.c.TBL_NAME)
+        ).first()
+        if exists:
+            raise self.already_exists(f"Table {table.tableName} already exists")
+        if table.sd is not None and ttype != "VIRTUAL_VIEW":
+            sd = table.sd.__class__(**table.sd.__dict__)
+            sd.location = self._new_location(db_row, table, ttype)
+            table.sd = sd
+            loc = sd.location
+            # Hive's fast stats: an unpartitioned table created over an existing directory
+            # gets its file count and size (a new directory is created empty after the
+            # commit). A partitioned table gets none: its partitions carry their own, and
+            # Hive 3+ never updates the table's (a frozen size would mislead planners).
+            if not table.partitionKeys and fast_stats.require_cal_stats(env, is_view=False):
+                if fast_stats.would_list(table.parameters, force=False):
+                    listings.require([loc])  # taken before the transaction
+                fast_stats.apply_listing(table.parameters, listings.taken.get(loc), env, force=False)
+            tx.after_commit.append(lambda: storage.make_dirs(loc))
+        self._insert_table(tx, db_row, table)
+        created = self._table_image(tx.conn, db_row.CTLG_NAME, db_row.NAME, table.tableName)
+        message = events.create_table_message(created)
+        tx.event(
+            events.CREATE_TABLE, message, db=db_row.NAME, table=table.tableName, catalog=db_row.CTLG_NAME
+        )
+        if constraints is not None:  # stored with the table; their events follow CREATE_TABLE
+            self.add_table_constraints(
+                tx, db_row.CTLG_NAME, _own_constraints(constraints, db_row.NAME, table)
+            )
+
+    def _new_location(self, db_row: sa.Row[Any], table: Table, ttype: str) -> str:
+        """Where a new table with a storage descriptor lives: the location it names (checked:
+        MetaException outside the allowed locations), else ``<db location>/<name>`` (the
+        database's managed location for a managed table)."""
+        if table.sd.location:
+            return self.checked_location(table.sd.location)
+        root = managed_root(db_row) if ttype == MANAGED else db_row.DB_LOCATION_URI
+        return storage.join_location(root, table.tableName)
 
     def create_table_with_environment_context(self, tbl: Table, environment_context: Any) -> None:
         """:meth:`create_table`; ``DO_NOT_UPDATE_STATS``/``STATS_GENERATED`` are honoured."""
