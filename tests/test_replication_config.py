@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.config import ConfigError
 from hivemesh.replication.config import (
     DEFAULT_STORE,
@@ -183,10 +184,14 @@ def test_delta_policies_need_data_and_their_own_runner(tmp_path: Path) -> None:
     store.dispose()
 
 
-class _Client:
-    """A metastore client as its owner holds it: connected, closed by the owner."""
+class _Client(MetastoreClient):
+    """A metastore client as its owner holds it (never connected here: the runner under test
+    must not call it), recording whether it was closed."""
 
     closed = False
+
+    def __init__(self) -> None:
+        super().__init__("thrift://127.0.0.1:1", connect=False)
 
     def close(self) -> None:
         self.closed = True
