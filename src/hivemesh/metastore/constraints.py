@@ -19,7 +19,7 @@ import itertools
 import time
 import zlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from hive_metastore.ttypes import (
@@ -49,6 +49,7 @@ from hivemesh.metastore.schema import COLUMNS_V2, DBS, KEY_CONSTRAINTS, PARTITIO
 
 # Hive's MConstraint types
 PRIMARY_KEY, FOREIGN_KEY, UNIQUE, NOT_NULL, DEFAULT, CHECK = range(6)
+V = TypeVar("V", SQLDefaultConstraint, SQLCheckConstraint)
 
 _KC = KEY_CONSTRAINTS.c
 _PARENT = TBLS.alias("parent")
@@ -539,24 +540,19 @@ class ConstraintMixin(CatalogBase):
     def _default_constraints(
         self, conn: sa.Connection, cat: str, db: str | None, tbl: str | None
     ) -> list[SQLDefaultConstraint]:
-        return [
-            SQLDefaultConstraint(
-                cat,
-                db,
-                _norm(tbl),
-                r.PARENT_COLUMN_NAME,
-                r.DEFAULT_VALUE,
-                r.CONSTRAINT_NAME,
-                *_unflag(r.ENABLE_VALIDATE_RELY),
-            )  # fmt: skip
-            for r in self._constraints_of(conn, cat, db, tbl, DEFAULT)
-        ]
+        return self._valued_constraints(SQLDefaultConstraint, DEFAULT, conn, cat, db, tbl)
 
     def _check_constraints(
         self, conn: sa.Connection, cat: str, db: str | None, tbl: str | None
     ) -> list[SQLCheckConstraint]:
+        return self._valued_constraints(SQLCheckConstraint, CHECK, conn, cat, db, tbl)
+
+    def _valued_constraints(
+        self, cls: type[V], kind: int, conn: sa.Connection, cat: str, db: str | None, tbl: str | None
+    ) -> list[V]:
+        """DEFAULT or CHECK constraints (the same fields: a column and its value or expression)."""
         return [
-            SQLCheckConstraint(
+            cls(
                 cat,
                 db,
                 _norm(tbl),
@@ -565,7 +561,7 @@ class ConstraintMixin(CatalogBase):
                 r.CONSTRAINT_NAME,
                 *_unflag(r.ENABLE_VALIDATE_RELY),
             )  # fmt: skip
-            for r in self._constraints_of(conn, cat, db, tbl, CHECK)
+            for r in self._constraints_of(conn, cat, db, tbl, kind)
         ]
 
     def _foreign_keys(

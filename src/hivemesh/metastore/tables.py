@@ -602,14 +602,39 @@ class TableMixin(CatalogBase):
             raise InvalidOperationException("New table is null")
         if not validate_name(new_tbl.tableName):
             raise InvalidOperationException(f"{new_tbl.tableName} is not a valid object name")
-        moved: tuple[str, str] | None = None
-        try:
-            with self.write() as tx:
-                moved = self._alter_table_tx(tx, dbname, tbl_name, new_tbl, env, cascade, valid_write_ids)
-        except Exception:
+        # the directory of an unpartitioned table is listed for its fast statistics before the
+        # write transaction (see CatalogBase._write_with_listings); the move of a renamed
+        # managed table's directory stays inside it, so that a move the storage refuses rolls
+        # the call back (and a commit that fails after the move moves it back)
+        listings = fast_stats.Listings(new_dirs=False)
+        if not new_tbl.partitionKeys and fast_stats.require_cal_stats(env, is_view=False):
+            self._gather_listings(
+                listings, lambda conn: self._altered_locations(conn, dbname, tbl_name, new_tbl)
+            )
+        moves: list[tuple[str, str]] = []
+
+        def work(tx: Tx) -> None:
+            moved = self._alter_table_tx(
+                tx, dbname, tbl_name, new_tbl, env, cascade, listings, valid_write_ids
+            )
             if moved is not None:
-                storage.move_dir(moved[1], moved[0])
+                moves.append(moved)
+
+        try:
+            self._write_with_listings(listings, work)
+        except Exception:
+            for source, target in moves:
+                storage.move_dir(target, source)
             raise
+
+    def _altered_locations(
+        self, conn: sa.Connection, dbname: str | None, tbl_name: str, new_tbl: Table
+    ) -> list[str | None]:
+        """Where :meth:`_alter_stats_params` may list: the table's stored location (kept, or the
+        directory a rename moves) and the one the request sends."""
+        old = self.table_row(conn, dbname, tbl_name)
+        old_sd = rows.load_sds(conn, [old.SD_ID]).get(old.SD_ID) if old.SD_ID else None
+        return [old_sd.location if old_sd else None, new_tbl.sd.location if new_tbl.sd else None]
 
     def _alter_table_tx(
         self,
@@ -619,10 +644,13 @@ class TableMixin(CatalogBase):
         new_tbl: Table,
         env: dict[str, str],
         cascade: bool,
+        listings: fast_stats.Listings,
         valid_write_ids: str | None = None,
     ) -> tuple[str, str] | None:
         """Apply the change; returns the directory move done last, for the caller to undo if the
-        commit fails. ``valid_write_ids``: the writer's ValidWriteIdList (alter_table_req)."""
+        commit fails. ``listings``: taken before the transaction (UnlistedLocations, before any
+        change or move, when the location to list is not among them). ``valid_write_ids``: the
+        writer's ValidWriteIdList (alter_table_req)."""
         conn = tx.conn
         try:
             old = self.table_row(conn, dbname, tbl_name, for_update=True)
@@ -642,7 +670,7 @@ class TableMixin(CatalogBase):
         pending_move = self._relocate(
             conn, old, old_sd, table, ttype, target_db if rename else None, new_name
         )
-        self._alter_stats_params(conn, old, table, ttype, env, rename, pending_move)
+        self._alter_stats_params(conn, old, table, ttype, env, rename, pending_move, listings)
         cols_changed = (
             old_sd is not None
             and table.sd is not None
@@ -763,14 +791,18 @@ class TableMixin(CatalogBase):
         env: dict[str, str],
         rename: bool,
         pending_move: tuple[str, str] | None,
+        listings: fast_stats.Listings,
     ) -> None:
         """Hive's statistics parameters of an altered table: an unpartitioned table's fast stats
-        recomputed (from the directory as it will be after a move; partitions keep their own),
-        and after a rename its column statistics marked accurate again (Hive re-writes them
-        under the new name)."""
+        recomputed (from the listing of the directory as it will be after a move, taken before
+        the transaction; partitions keep their own), and after a rename its column statistics
+        marked accurate again (Hive re-writes them under the new name). Raises UnlistedLocations
+        when that directory was not listed."""
         if not table.partitionKeys and ttype != VIEW and fast_stats.require_cal_stats(env, is_view=False):
             listed = pending_move[0] if pending_move else (table.sd.location if table.sd else None)
-            fast_stats.update_fast(table.parameters, listed, env, new_dir=False, force=True)
+            if fast_stats.would_list(table.parameters, force=True):
+                listings.require([listed])
+            fast_stats.apply_listing(table.parameters, listings.taken.get(listed), env, force=True)
         if rename:
             with_stats = conn.execute(
                 sa.select(TAB_COL_STATS.c.COLUMN_NAME).where(TAB_COL_STATS.c.TBL_ID == old.TBL_ID)

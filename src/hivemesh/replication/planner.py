@@ -61,7 +61,7 @@ class Skip:
 
     @property
     def last_event(self) -> NotificationEvent:
-        """The event skipped."""
+        """The event skipped. Never raises."""
         return self.message.event
 
 
@@ -73,7 +73,7 @@ class Apply:
 
     @property
     def last_event(self) -> NotificationEvent:
-        """The event to apply."""
+        """The event to apply. Never raises."""
         return self.message.event
 
 
@@ -89,7 +89,7 @@ class PutPartitions:
 
     @property
     def last_event(self) -> NotificationEvent:
-        """The last of the events."""
+        """The last of the events. Never raises."""
         return self.messages[-1].event
 
 
@@ -105,7 +105,7 @@ class Plan:
     @property
     def last_event_id(self) -> int | None:
         """The id of the batch's last event (the checkpoint once every action ran), None for an
-        empty batch."""
+        empty batch. Never raises."""
         return int(self.actions[-1].last_event.eventId) if self.actions else None
 
 

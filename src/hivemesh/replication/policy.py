@@ -122,15 +122,18 @@ class PolicyLoop:
 
     def bootstrap(self, prune: bool = False) -> SyncResult:
         """Write every object in scope to the target as the source has it now; ``prune``: drop
-        the target's objects in scope the source lacks (when ``propagate_drops``)."""
+        the target's objects in scope the source lacks (when ``propagate_drops``).
+        Raises ReplicationError naming the peer, LocationRefused for a location in the source zone."""
         raise NotImplementedError
 
     def apply(self, event: NotificationEvent, out: StepResult, msg: ev.Message | None = None) -> bool:
-        """Apply one event a plan says to apply (``msg``: it decoded); True when applied."""
+        """Apply one event a plan says to apply (``msg``: it decoded); True when applied.
+        Raises as :meth:`bootstrap`, and the target's HMS exception it cannot heal."""
         raise NotImplementedError
 
     def put_partitions(self, action: PutPartitions, out: StepResult) -> None:
-        """Apply a run of ALTER_PARTITION events of one table; counts them in ``out``."""
+        """Apply a run of ALTER_PARTITION events of one table; counts them in ``out``.
+        Raises as :meth:`apply`."""
         raise NotImplementedError
 
     def _rule_changes(self, state: PolicyState) -> None:
@@ -254,7 +257,8 @@ class PolicyLoop:
         return events, None
 
     def plan(self, events: list[NotificationEvent]) -> Plan:
-        """The plan of a batch of ``events`` for this policy (see :func:`plan_batch`)."""
+        """The plan of a batch of ``events`` for this policy (see :func:`plan_batch`).
+        Raises ValueError for an event that cannot be decoded."""
         return plan_batch(events, self.scope, self._bootstrapping())
 
     def execute(self, action: Action, out: StepResult) -> None:
@@ -351,7 +355,7 @@ class PolicyLoop:
         return current - checkpoint, age
 
     def stop(self) -> None:
-        """Ask a running step to stop after its current action."""
+        """Ask a running step to stop after its current action. Never raises."""
         self._stopping.set()
 
     def close(self) -> None:

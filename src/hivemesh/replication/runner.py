@@ -491,7 +491,8 @@ class PolicyRunner(PolicyLoop):
 
     def plan(self, events: list[NotificationEvent]) -> Plan:
         """The plan of a batch (see :func:`~hivemesh.replication.planner.plan_batch`); a database
-        that a policy of the other direction matches too is logged, once."""
+        that a policy of the other direction matches too is logged, once.
+        Raises ValueError for an event that cannot be decoded."""
         for e in events:
             if e.dbName:
                 self._warn_conflicts(e.dbName.lower())
@@ -902,5 +903,5 @@ def record_failure(store: ReplicationStore, policy: str, error: BaseException) -
 
 
 def since_ms(ms: int | None) -> float | None:
-    """Seconds since ``ms`` (ms since the epoch), None for None."""
+    """Seconds since ``ms`` (ms since the epoch), None for None. Never raises."""
     return None if ms is None else max(0.0, (now_ms() - ms) / 1000.0)

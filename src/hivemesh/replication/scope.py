@@ -20,7 +20,7 @@ __all__ = ["Scope", "event_object"]
 
 def event_object(msg: ev.Message) -> tuple[str | None, str | None]:
     """``(database, table)`` an event concerns (table None for database and function events,
-    both None for txn events), lower case."""
+    both None for txn events), lower case. Never raises."""
     if isinstance(msg, ev.CreateDatabase):
         return msg.database.name.lower(), None
     if isinstance(msg, ev.AlterDatabase):
@@ -57,15 +57,15 @@ class Scope:
         self.opposite = list(opposite)
 
     def database(self, name: str) -> bool:
-        """Whether database ``name`` is replicated."""
+        """Whether database ``name`` is replicated. Never raises."""
         return self.policy.matches_database(name) and not any(p.matches_database(name) for p in self.opposite)
 
     def table(self, db: str, table: str) -> bool:
-        """Whether table ``db.table`` is replicated."""
+        """Whether table ``db.table`` is replicated. Never raises."""
         return self.database(db) and self.policy.matches_table(db, table)
 
     def conflicts(self, name: str) -> list[str]:
-        """Names of the opposite policies that also match database ``name``."""
+        """Names of the opposite policies that also match database ``name``. Never raises."""
         if not self.policy.matches_database(name):
             return []
         return [p.name for p in self.opposite if p.matches_database(name)]

@@ -178,6 +178,11 @@ def _detail(pairs: Iterable[tuple[str, Any, Any]]) -> str:
     return "; ".join(out)
 
 
+def _same_fields(source: Any, target: Any, *fields: str) -> list[tuple[str, Any, Any]]:
+    """``(field, source value, target value)`` for each of ``fields`` (Thrift attribute names)."""
+    return [(f, getattr(source, f), getattr(target, f)) for f in fields]
+
+
 def _parameters(params: Mapping[str, str] | None) -> dict[str, str]:
     """``params`` without the bookkeeping keys."""
     return {
@@ -293,10 +298,7 @@ class _Verifier:
         s, t = self.source.get_database(name), self.target.get_database(name)
         detail = _detail(
             [
-                ("description", s.description, t.description),
-                ("parameters", s.parameters, t.parameters),
-                ("ownerName", s.ownerName, t.ownerName),
-                ("ownerType", s.ownerType, t.ownerType),
+                *_same_fields(s, t, "description", "parameters", "ownerName", "ownerType"),
                 ("locationUri", _location(self.relocate(s.locationUri)), _location(t.locationUri)),
                 (
                     "managedLocationUri",
@@ -334,14 +336,7 @@ class _Verifier:
                 self.add("missing", "function", f"{db}.{fn}", "absent at the target")
                 continue
             s, t = self.source.get_function(db, fn), self.target.get_function(db, fn)
-            detail = _detail(
-                [
-                    ("className", s.className, t.className),
-                    ("functionType", s.functionType, t.functionType),
-                    ("resourceUris", s.resourceUris, t.resourceUris),
-                    ("ownerName", s.ownerName, t.ownerName),
-                ]
-            )
+            detail = _detail(_same_fields(s, t, "className", "functionType", "resourceUris", "ownerName"))
             if detail:
                 self.add("different", "function", f"{db}.{fn}", detail)
 
@@ -353,12 +348,9 @@ class _Verifier:
         s, t = self.source.get_table(db, name), self.target.get_table(db, name)
         detail = _detail(
             [
-                ("tableType", s.tableType, t.tableType),
-                ("owner", s.owner, t.owner),
+                *_same_fields(s, t, "tableType", "owner"),
                 *_sd_pairs(s.sd, t.sd, self.relocate),
-                ("partitionKeys", s.partitionKeys, t.partitionKeys),
-                ("viewOriginalText", s.viewOriginalText, t.viewOriginalText),
-                ("viewExpandedText", s.viewExpandedText, t.viewExpandedText),
+                *_same_fields(s, t, "partitionKeys", "viewOriginalText", "viewExpandedText"),
                 ("parameters", _parameters(s.parameters), _parameters(t.parameters)),
             ]
         )
@@ -383,9 +375,7 @@ class _Verifier:
             if other is None:
                 self.add("missing", "column_statistics", f"{db}.{name}.{col}", "absent at the target")
                 continue
-            detail = _detail(
-                [("colType", obj.colType, other.colType), ("statsData", obj.statsData, other.statsData)]
-            )
+            detail = _detail(_same_fields(obj, other, "colType", "statsData"))
             if detail:
                 self.add("different", "column_statistics", f"{db}.{name}.{col}", detail)
 

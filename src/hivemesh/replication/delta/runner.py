@@ -617,7 +617,7 @@ class DeltaPolicyRunner(PolicyLoop):
 
     def put_partitions(self, action: PutPartitions, out: StepResult) -> None:
         """Mark the partitions a run of ALTER_PARTITION events of one table altered dirty (synced
-        at the end of the batch); counts the events applied."""
+        at the end of the batch); counts the events applied. Raises as :meth:`apply`."""
         self._mark(
             action.table.dbName, action.table.tableName, self._part_names(action.table, list(action.images))
         )
