@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.etcd import EtcdCluster, require_etcd
 from tests.support.postgres import PostgresCluster, PostgresError
 from tests.support.resources import SessionResources
 from tests.support.servers import HivemeshProcess, ThriftClient
@@ -149,6 +150,18 @@ def hivemesh_server(
     return session_resources.get(("hivemesh_server", backend_url), start)
 
 
+@pytest.fixture(scope="session")
+def etcd_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdCluster]:
+    """A 3-member etcd cluster on loopback (:mod:`tests.support.etcd`), started once per test
+    session (per pytest-xdist worker: its tests form the ``etcd`` group, so one worker starts it).
+    Skips without Debian's etcd-server, fails under ``CI=true``."""
+    cluster = EtcdCluster(tmp_path_factory.mktemp("etcd"), binary=require_etcd())
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture()
 def hms(hivemesh_server: HivemeshProcess) -> Iterator:
     """A Thrift client (hive_metastore.ThriftHiveMetastore.Client) connected to hivemesh_server."""
@@ -193,14 +206,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 # Markers that follow from the fixtures a test uses, so ``-m`` selections (``make test-quick``)
 # need no hand-kept list.
-_FIXTURE_MARKS = {"spark": "spark", "spark_metastore": "spark", "hive4": "hive4"}
+_FIXTURE_MARKS = {"spark": "spark", "spark_metastore": "spark", "hive4": "hive4", "etcd_cluster": "etcd"}
 
 
 # With pytest-xdist (``-n 2 --dist loadgroup``), tests run in groups, a group on one worker: each
 # JVM peer a group of its own, so it starts on one worker only (one SparkSession per JVM, and the
-# Spark tests' order of backends kept), every other test with the rest of its file, so module
-# fixtures start once.
-_JVM_GROUPS = ("spark", "proxy_spark", "hive4")
+# Spark tests' order of backends kept), and so the etcd cluster, every other test with the rest of
+# its file, so module fixtures start once.
+_JVM_GROUPS = ("spark", "proxy_spark", "hive4", "etcd")
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
