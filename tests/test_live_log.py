@@ -14,13 +14,14 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Generic, TypeVar
 
 import pytest
 import requests
 from pydantic import ValidationError
 
-from hivemesh.config import format_errors
+from hivemesh.config import ConfigError, format_errors
 from hivemesh.live import (
     CommandLog,
     CommandTooLarge,
@@ -29,11 +30,13 @@ from hivemesh.live import (
     InvalidCommand,
     LogCompacted,
     LogFollower,
+    LogRefused,
     LogUnavailable,
     RequestIdConflict,
 )
-from tests.support.etcd import EtcdCluster
+from tests.support.etcd import EtcdCluster, require_etcd
 from tests.support.servers import free_port
+from tests.support.tls import make_pki
 
 T = TypeVar("T")
 RECOVERY_S = 20.0
@@ -352,3 +355,37 @@ def test_compaction(cluster: EtcdCluster, prefix: str) -> None:
         follower = log.follow(positions[3] - 1)
         assert [within(10, lambda: next(follower)).request_id for _ in range(3)] == ["r3", "r4", "r5"]
         follower.close()
+
+
+def test_tls_with_client_certificates(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path / "pki")
+    member = EtcdCluster(tmp_path / "etcd", size=1, binary=require_etcd(), tls=pki).start()
+    try:
+        ep = member.endpoints
+        assert ep[0].startswith("https://")
+        files = {"tls_ca": str(pki.ca), "tls_cert": str(pki.client_cert), "tls_key": str(pki.client_key)}
+        with open_log(ep, "/tls", **files) as log:
+            p = log.append("r1", {"over": "tls"})
+            assert log.read() == [Entry(p, "r1", b'{"over":"tls"}')]
+            follower = log.follow(0)
+            assert within(10, lambda: next(follower)).position == p
+            follower.close()
+        wrong_ca = open_log(ep, "/tls", tls_ca=str(pki.other_ca), tls_cert=str(pki.client_cert))
+        with wrong_ca, pytest.raises(LogRefused, match="TLS with https://127.0.0.1"):
+            wrong_ca.append("r2", b"x")
+        no_cert = open_log(ep, "/tls", timeout_s=2.0, tls_ca=str(pki.ca))
+        # etcd ends the handshake (an SSL EOF, LogRefused; a reset would be retried: LogUnavailable)
+        with no_cert, pytest.raises((LogRefused, LogUnavailable), match=f"etcd {ep[0]}: "):
+            no_cert.append("r2", b"x")
+        with pytest.raises(ConfigError, match="etcd tls_key: .*missing.key is not a readable file"):
+            open_log(
+                ep,
+                "/tls",
+                tls_ca=str(pki.ca),
+                tls_cert=str(pki.client_cert),
+                tls_key=str(tmp_path / "missing.key"),
+            )
+        with open_log(ep, "/tls", **files) as log:
+            assert ids(log.read()) == ["r1"]
+    finally:
+        member.stop()

@@ -23,6 +23,7 @@ import pytest
 import requests
 
 from tests.support.servers import die_with_parent, free_port
+from tests.support.tls import Pki
 
 ETCD = "/usr/bin/etcd"
 ETCD_SKIP_REASON = "needs etcd: Debian's etcd-server (scripts/test-deps.sh installs it; CI has it)"
@@ -46,8 +47,9 @@ def require_etcd() -> str:
 class EtcdMember:
     """One member: its name, ports, data dir and process (None when killed)."""
 
-    def __init__(self, name: str, root: Path) -> None:
+    def __init__(self, name: str, root: Path, tls: Pki | None = None) -> None:
         self.name = name
+        self.tls = tls
         self.client_port = free_port()
         self.peer_port = free_port()
         self.data_dir = root / name
@@ -57,7 +59,13 @@ class EtcdMember:
 
     @property
     def client_url(self) -> str:
-        return f"http://127.0.0.1:{self.client_port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.client_port}"
+
+    def _http(self) -> dict[str, Any]:
+        """requests' TLS arguments for this member (the test PKI's CA and client certificate)."""
+        if self.tls is None:
+            return {}
+        return {"verify": str(self.tls.ca), "cert": (str(self.tls.client_cert), str(self.tls.client_key))}
 
     @property
     def peer_url(self) -> str:
@@ -77,7 +85,9 @@ class EtcdMember:
     def status(self, timeout: float = 0.5) -> dict[str, Any] | None:
         """This member's ``maintenance/status`` (None: no answer)."""
         try:
-            r = requests.post(f"{self.client_url}/v3/maintenance/status", json={}, timeout=timeout)
+            r = requests.post(
+                f"{self.client_url}/v3/maintenance/status", json={}, timeout=timeout, **self._http()
+            )
             return r.json() if r.status_code == 200 else None
         except (requests.RequestException, ValueError):
             return None
@@ -85,7 +95,7 @@ class EtcdMember:
     def healthy(self) -> bool:
         """etcd's ``/health``: this member answers and the cluster has a leader with quorum."""
         try:
-            r = requests.get(f"{self.client_url}/health", timeout=1)
+            r = requests.get(f"{self.client_url}/health", timeout=1, **self._http())
             return r.status_code == 200 and r.json().get("health") == "true"
         except (requests.RequestException, ValueError):
             return False
@@ -93,12 +103,17 @@ class EtcdMember:
 
 class EtcdCluster:
     """Three (``size``) etcd members on loopback under ``root``; :attr:`endpoints` are their
-    client URLs. Start with :meth:`start`, end with :meth:`stop`."""
+    client URLs. Start with :meth:`start`, end with :meth:`stop`. With ``tls``, clients reach the
+    members over TLS and must show a certificate signed by the PKI's CA (``--client-cert-auth``);
+    peers still talk plain HTTP. The members' certificate is the PKI's ``dual_cert``: etcd 3.4's
+    JSON gateway dials its own gRPC port with the member's certificate, which therefore needs the
+    client-auth usage too (a server-only one fails every gateway call with "connection closed")."""
 
-    def __init__(self, root: Path, size: int = 3, binary: str = ETCD) -> None:
+    def __init__(self, root: Path, size: int = 3, binary: str = ETCD, tls: Pki | None = None) -> None:
         self.root = Path(root)
         self.binary = binary
-        self.members = [EtcdMember(f"m{i}", self.root) for i in range(size)]
+        self.tls = tls
+        self.members = [EtcdMember(f"m{i}", self.root, tls) for i in range(size)]
         self.initial_cluster = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
 
     @property
@@ -116,6 +131,11 @@ class EtcdCluster:
             "--heartbeat-interval", "50", "--election-timeout", "500",
             "--logger", "zap", "--log-level", "warn",
         ]  # fmt: skip
+        if self.tls is not None:
+            cmd += [
+                "--cert-file", str(self.tls.dual_cert), "--key-file", str(self.tls.dual_key),
+                "--client-cert-auth", "--trusted-ca-file", str(self.tls.ca),
+            ]  # fmt: skip
         with open(m.log, "ab") as log:
             m.proc = subprocess.Popen(
                 cmd,

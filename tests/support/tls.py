@@ -31,6 +31,8 @@ class Pki:
     other_cert: Path  # a server certificate signed by other_ca
     other_key: Path
     truststore: Path | None  # JKS with ``ca``, password TRUSTSTORE_PASSWORD
+    dual_cert: Path  # a localhost certificate for server and client auth (etcd's gateway dials itself)
+    dual_key: Path
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -79,7 +81,7 @@ def _ca(name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
 
 
 def _leaf(
-    ca_key: ec.EllipticCurvePrivateKey, ca: x509.Certificate, name: str, server: bool
+    ca_key: ec.EllipticCurvePrivateKey, ca: x509.Certificate, name: str, server: bool, client: bool = False
 ) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     key = _key()
     now = dt.datetime.now(dt.UTC)
@@ -94,11 +96,8 @@ def _leaf(
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
             x509.ExtendedKeyUsage(
-                [
-                    x509.oid.ExtendedKeyUsageOID.SERVER_AUTH
-                    if server
-                    else x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH
-                ]
+                [x509.oid.ExtendedKeyUsageOID.SERVER_AUTH] * server
+                + [x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH] * (client or not server)
             ),
             critical=False,
         )
@@ -125,6 +124,7 @@ def make_pki(directory: Path) -> Pki:
     ckey, ccert = _leaf(ca_key, ca, "hivemesh-client", server=False)
     oca_key, oca = _ca("some other CA")
     okey, ocert = _leaf(oca_key, oca, "localhost", server=True)
+    dkey, dcert = _leaf(ca_key, ca, "localhost", server=True, client=True)
     truststore = None
     keytool = shutil.which("keytool")
     if keytool:
@@ -149,4 +149,6 @@ def make_pki(directory: Path) -> Pki:
         other_cert=_write_cert(ocert, d / "other.pem"),
         other_key=_write_key(okey, d / "other.key"),
         truststore=truststore,
+        dual_cert=_write_cert(dcert, d / "dual.pem"),
+        dual_key=_write_key(dkey, d / "dual.key"),
     )
