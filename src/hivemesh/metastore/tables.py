@@ -153,6 +153,22 @@ def _lists_new_directory(table: Table, ttype: str, env: dict[str, str] | None) -
     )
 
 
+def _columns_changed(old: StorageDescriptor | None, new: StorageDescriptor | None) -> bool:
+    """Whether an alter changes the columns (names in any case, types) of a table that has a
+    storage descriptor before and after (what CASCADE passes on to the partitions)."""
+    if old is None or new is None:
+        return False
+    return [(c.name.lower(), c.type) for c in old.cols or []] != [
+        (c.name.lower(), c.type) for c in new.cols or []
+    ]
+
+
+def _writer_write_id(table: Table) -> bool:
+    """Whether an altered transactional table carries a writer's write id to record on the table
+    (Hive does so for a writer's alter_table_req, not for a conversion to ACID)."""
+    return is_transactional_params(table.parameters) and (table.writeId or 0) > 0
+
+
 def _validate_columns(cols: list[FieldSchema] | None, what: str) -> None:
     """Raises InvalidObjectException ("Invalid column type: x") as Hive's create_table does."""
     for c in cols or []:
@@ -671,21 +687,10 @@ class TableMixin(CatalogBase):
             conn, old, old_sd, table, ttype, target_db if rename else None, new_name
         )
         self._alter_stats_params(conn, old, table, ttype, env, rename, pending_move, listings)
-        cols_changed = (
-            old_sd is not None
-            and table.sd is not None
-            and [(c.name.lower(), c.type) for c in old_sd.cols or []]
-            != [(c.name.lower(), c.type) for c in table.sd.cols or []]
-        )
         new_sd_id = self._rewrite_table(conn, old, table, ttype, target_db.DB_ID, new_name)
-        if cascade and cols_changed and new_sd_id is not None:
+        if cascade and _columns_changed(old_sd, table.sd) and new_sd_id is not None:
             self._cascade_columns(conn, old.TBL_ID, new_sd_id)
-        if (
-            was_transactional
-            and is_transactional_params(table.parameters)
-            and valid_write_ids is not None
-            and (table.writeId or 0) > 0
-        ):  # Hive: a writer's alter (not a conversion to ACID) records its write id on the table
+        if was_transactional and valid_write_ids is not None and _writer_write_id(table):
             conn.execute(TBLS.update().where(TBLS.c.TBL_ID == old.TBL_ID).values(WRITE_ID=table.writeId))
         if rename:
             self.on_table_renamed(conn, old.DB_NAME, old.TBL_NAME, new_db, new_name)
