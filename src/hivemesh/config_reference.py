@@ -107,11 +107,12 @@ def _section_model(section: str) -> type[BaseModel]:
 
 def _roots() -> list[type[BaseModel]]:
     """The models of mesh.yaml's parts, each read by its command: the metastore's, the proxy's,
-    replication's."""
+    replication's, Live Hive's."""
     from hivemesh.federation.config import FederationConfig
+    from hivemesh.live.config import LiveFile
     from hivemesh.replication.config import ReplicationFile
 
-    return [MeshConfig, FederationConfig, ReplicationFile]
+    return [MeshConfig, FederationConfig, ReplicationFile, LiveFile]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -428,13 +429,23 @@ def _intro(section: str, facts: dict[str, Any]) -> list[str]:
     if section == "zones":
         return [
             "Read by `hivemesh replicate`: the zones policies replicate between, a mapping of zone "
-            "name to zone. Set in the file only (no option, no environment variable).",
+            "name to zone; Live Hive's rules name the same zones. Set in the file only (no option, no "
+            "environment variable).",
         ]
     if section == "replication":
         return [
             "Read by `hivemesh replicate`: the replicator's store and its policies. Set in the file "
             "only (no option, no environment variable; `hivemesh replicate run --metrics-port` sets "
             "no key).",
+        ]
+    if section == "live":
+        return [
+            "Live Hive (in progress: the section is validated, no command serves it yet): the etcd "
+            "cluster of the command log and the live databases, one rule each. Set in the file only "
+            "(no option, no environment variable). Refused: a rule path of one zone that is, lies "
+            "under or contains another zone's rule path or warehouse; a relative rule path; a rule "
+            "without a path for every zone; a database of two rules, or both live and in a "
+            "`replication:` policy.",
         ]
     if section in ENV_SECTIONS or section in COMMANDS:
         return [f"Read by `hivemesh {COMMANDS.get(section, section)}`."]

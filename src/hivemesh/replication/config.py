@@ -41,7 +41,7 @@ import re
 import ssl
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -69,14 +69,84 @@ __all__ = [
     "S3Options",
     "StreamingCopy",
     "TargetFormat",
+    "Selection",
     "ZoneConfig",
+    "anchor_file_paths",
     "load_replication_config",
     "parse_replication_config",
+    "shared_databases",
+    "unknown_zone",
 ]
 
 _URI = re.compile(r"^thrift://[^\s:/,]+:\d{1,5}(,thrift://[^\s:/,]+:\d{1,5})*$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
 DEFAULT_STORE = f"sqlite:///{DEFAULT_DATA_DIR}/replication.db"
+
+
+def _matches(patterns: list[str], name: str) -> bool:
+    """Whether ``name`` (any case) fully matches one of the regexes ``patterns``."""
+    return any(re.fullmatch(p, name, re.IGNORECASE) for p in patterns)
+
+
+class Selection(BaseModel):
+    """What a replication policy and a live rule share: a ``name`` (letters, digits, '_' and '-'),
+    the ``databases`` they select (regexes) and per database the ``tables`` (regexes; a database
+    without an entry: all its tables), checked when validated, and the matching of names. Each
+    subclass declares the three fields (its own descriptions and order)."""
+
+    if TYPE_CHECKING:
+        name: str
+        databases: list[str]
+        tables: dict[str, list[str]]
+
+    @field_validator("name", check_fields=False)
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError("must be letters, digits, '_' and '-' (not starting with '-')")
+        return v
+
+    @field_validator("databases", check_fields=False)
+    @classmethod
+    def _databases(cls, v: list[str]) -> list[str]:
+        return check_regexes(v)
+
+    @field_validator("tables", check_fields=False)
+    @classmethod
+    def _tables(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for patterns in v.values():
+            check_regexes(patterns)
+        return {db.lower(): patterns for db, patterns in v.items()}
+
+    def matches_database(self, name: str) -> bool:
+        """Whether database ``name`` (any case) is selected: it fully matches one of ``databases``."""
+        return _matches(self.databases, name)
+
+    def matches_table(self, database: str, table: str) -> bool:
+        """Whether ``database.table`` is selected: its database matches and, when ``tables`` lists
+        tables for that database, the table matches one of them (any case)."""
+        if not self.matches_database(database):
+            return False
+        patterns = self.tables.get(database.lower())
+        return patterns is None or _matches(patterns, table)
+
+
+def shared_databases(a: list[str], b: list[str]) -> list[str]:
+    """The database names both lists of regexes select, as far as the configuration shows them
+    (sorted): a plain name of one matched by the other, or the same pattern in both. Two regexes
+    that only overlap (``s.*`` and ``.*s``) are not found."""
+    return sorted(
+        {n for n in map(_literal, a) if n and _matches(b, n)}
+        | {n for n in map(_literal, b) if n and _matches(a, n)}
+        | (set(a) & set(b))
+    )
+
+
+def unknown_zone(key: str, zone: str, zones: dict[str, ZoneConfig]) -> str:
+    """The problem line of a zone name that is no key of ``zones:``: ``key: unknown zone 'x'
+    (known: a, b)``."""
+    known = ", ".join(sorted(zones)) or "none defined under zones:"
+    return f"{key}: unknown zone {zone!r} (known: {known})"
 
 
 class StreamingCopy(StrEnum):
@@ -174,7 +244,7 @@ class ZoneConfig(ClientTls):
         return v
 
 
-class PolicyConfig(BaseModel):
+class PolicyConfig(Selection):
     """One replication policy (see the module docstring for the meaning of each key)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -195,41 +265,10 @@ class PolicyConfig(BaseModel):
     )
     propagate_drops: bool = Field(True, description="drop on the target what the source dropped")
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not _NAME.match(v):
-            raise ValueError("must be letters, digits, '_' and '-' (not starting with '-')")
-        return v
-
     @field_validator("format", "data", mode="before")
     @classmethod
     def _lower(cls, v: Any) -> Any:
         return lower_enum(v)
-
-    @field_validator("databases")
-    @classmethod
-    def _databases(cls, v: list[str]) -> list[str]:
-        return check_regexes(v)
-
-    @field_validator("tables")
-    @classmethod
-    def _tables(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
-        for patterns in v.values():
-            check_regexes(patterns)
-        return {db.lower(): patterns for db, patterns in v.items()}
-
-    def matches_database(self, name: str) -> bool:
-        """Whether database ``name`` (any case) is replicated by this policy."""
-        return any(re.fullmatch(p, name, re.IGNORECASE) for p in self.databases)
-
-    def matches_table(self, database: str, table: str) -> bool:
-        """Whether ``database.table`` is replicated: its database matches and, when the policy
-        lists tables for that database, the table matches one of them."""
-        if not self.matches_database(database):
-            return False
-        patterns = self.tables.get(database.lower())
-        return patterns is None or any(re.fullmatch(p, table, re.IGNORECASE) for p in patterns)
 
 
 class ReplicationConfig(BaseModel):
@@ -328,8 +367,7 @@ def _cross_checks(cfg: ReplicationFile) -> list[str]:
         for side in ("source", "target"):
             zone = getattr(p, side)
             if zone not in cfg.zones:
-                known = ", ".join(sorted(cfg.zones)) or "none defined under zones:"
-                problems.append(f"{key}.{side}: unknown zone {zone!r} (known: {known})")
+                problems.append(unknown_zone(f"{key}.{side}", zone, cfg.zones))
         if p.source == p.target:
             problems.append(f"{key}.target: the same zone as its source ({p.source!r})")
         elif p.source in cfg.zones and p.target in cfg.zones:
@@ -344,11 +382,7 @@ def _cross_checks(cfg: ReplicationFile) -> list[str]:
             b = policies[j]
             if (a.source, a.target) != (b.target, b.source):
                 continue
-            both = sorted(
-                {n for n in map(_literal, a.databases) if n and b.matches_database(n)}
-                | {n for n in map(_literal, b.databases) if n and a.matches_database(n)}
-                | (set(a.databases) & set(b.databases))
-            )
+            both = shared_databases(a.databases, b.databases)
             if both:
                 problems.append(
                     f"replication.policies[{j}].databases: {', '.join(both)} would be replicated both "
@@ -376,10 +410,19 @@ def parse_replication_config(data: dict[str, Any], source: str = "configuration"
 def load_replication_config(path: str | os.PathLike[str]) -> ReplicationFile:
     """Read and validate a mesh.yaml for replication. Raises ConfigError (unreadable file, invalid
     YAML, or every problem found, each with its key)."""
-    raw = read_yaml(path)
-    if isinstance(raw.get("replication"), dict):  # the store's path is relative to the file
-        raw["replication"] = anchor_paths(raw["replication"], ("store",), Path(path).parent)
-    if isinstance(raw.get("zones"), dict):  # so are the zones' TLS and keytab files
-        keys = (*TLS_FILE_KEYS, "kerberos_client_keytab")
-        raw["zones"] = {k: anchor_paths(z, keys, Path(path).parent) for k, z in raw["zones"].items()}
+    raw = anchor_file_paths(read_yaml(path), Path(path).parent)
     return parse_replication_config(raw, str(path))
+
+
+def anchor_file_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+    """A loaded mesh.yaml mapping with the files ``zones:`` and ``replication:`` name made absolute
+    against ``base`` (the file's directory): the store's SQLite path, the zones' TLS and keytab
+    files (:func:`hivemesh.config.relative_to`). Sections that are not mappings are left to the
+    validation to refuse. Never raises."""
+    raw = dict(raw)
+    if isinstance(raw.get("replication"), dict):
+        raw["replication"] = anchor_paths(raw["replication"], ("store",), base)
+    if isinstance(raw.get("zones"), dict):
+        keys = (*TLS_FILE_KEYS, "kerberos_client_keytab")
+        raw["zones"] = {k: anchor_paths(z, keys, base) for k, z in raw["zones"].items()}
+    return raw
