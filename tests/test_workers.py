@@ -176,19 +176,22 @@ def test_workers_keep_every_invariant_while_one_is_killed(workers: HivemeshProce
     )
 
 
-def test_one_housekeeping_pass_at_a_time(pg_url: str) -> None:
-    """The advisory lock housekeeping takes: a second process on the store skips its turn."""
-    a, b = Store(pg_url), Store(pg_url)
-    try:
-        with a.exclusive(HOUSEKEEPING_LOCK) as mine:
-            assert mine
+def test_one_housekeeping_pass_at_a_time() -> None:
+    """The advisory lock housekeeping takes: a second process on the store skips its turn. On a
+    database of its own: the module's metastore housekeeps ``pg_url`` every second and may hold
+    the lock at any moment."""
+    with pg_database("hivemesh_housekeeping_lock") as url:
+        a, b = Store(url), Store(url)
+        try:
+            with a.exclusive(HOUSEKEEPING_LOCK) as mine:
+                assert mine
+                with b.exclusive(HOUSEKEEPING_LOCK) as theirs:
+                    assert not theirs
             with b.exclusive(HOUSEKEEPING_LOCK) as theirs:
-                assert not theirs
-        with b.exclusive(HOUSEKEEPING_LOCK) as theirs:
-            assert theirs  # released at the end of a's pass
-    finally:
-        a.dispose()
-        b.dispose()
+                assert theirs  # released at the end of a's pass
+        finally:
+            a.dispose()
+            b.dispose()
 
 
 def test_sigterm_stops_every_worker(pg_url: str, tmp_path: Path) -> None:
