@@ -268,6 +268,9 @@ class WatchStream:
         self.closed = False
 
     def messages(self) -> Iterator[dict[str, Any]]:
+        """The watch's messages (the gateway's ``result`` objects), in order. Raises WatchBroken
+        naming the endpoint when the stream ends, is silent for ``read_timeout_s`` seconds, is lost,
+        carries an error or a line that is not JSON."""
         while True:
             try:
                 line = next(self._lines)

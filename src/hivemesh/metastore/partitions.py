@@ -165,6 +165,7 @@ class PartitionMixin(CatalogBase):
         if any(fast_stats.may_list(env, p.parameters, force=False) for p in parts):
 
             def plan(conn: sa.Connection) -> list[str | None]:
+                """The locations the write transaction will list (found in a read transaction)."""
                 info = self._table_info(conn, db, tbl, exc=InvalidObjectException)
                 new_parts = list(
                     partition_writes.new_partitions(
@@ -179,6 +180,7 @@ class PartitionMixin(CatalogBase):
             self._gather_listings(listings, plan)
 
         def work(tx: Tx) -> list[Partition]:
+            """The add in the write transaction; the added partitions as stored."""
             info = self._table_info(tx.conn, db, tbl, exc=InvalidObjectException, lock=True)
             return self._add_partitions_tx(tx, info, parts, if_not_exists, env, listings)
 
@@ -607,6 +609,7 @@ class PartitionMixin(CatalogBase):
         if any(fast_stats.may_list(env, p.parameters, force=True) for p in new_parts):
 
             def plan(conn: sa.Connection) -> list[str | None]:
+                """The locations the write transaction will list (found in a read transaction)."""
                 info, by_name, ids = self._altered(conn, db_name, tbl_name, new_parts, lock=False)
                 old = partition_writes.fast_params(conn, ids)
                 # copies: the request's partitions are prepared in the write transaction
@@ -620,6 +623,7 @@ class PartitionMixin(CatalogBase):
             self._gather_listings(listings, plan)
 
         def work(tx: Tx) -> None:
+            """The alter in the write transaction."""
             self._alter_partitions_tx(tx, db_name, tbl_name, new_parts, env, listings)
 
         self._write_with_listings(listings, work)
@@ -731,6 +735,7 @@ class PartitionMixin(CatalogBase):
         listings = fast_stats.Listings(new_dirs=False)
 
         def plan(conn: sa.Connection) -> list[str | None]:
+            """The renamed partition's location to list (found in a read transaction)."""
             info = self._table_info(conn, db_name, tbl_name, exc=InvalidOperationException)
             row = self._rename_source(conn, info, part_vals, new_part)
             return [

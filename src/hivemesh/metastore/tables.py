@@ -630,6 +630,7 @@ class TableMixin(CatalogBase):
         moves: list[tuple[str, str]] = []
 
         def work(tx: Tx) -> None:
+            """The alter in the write transaction; records the directory move done, for undoing."""
             moved = self._alter_table_tx(
                 tx, dbname, tbl_name, new_tbl, env, cascade, listings, valid_write_ids
             )
