@@ -1,4 +1,4 @@
-"""The ``hivemesh`` command: ``metastore``, ``proxy``, ``remote``, ``replicate``, ``quickstart``, ``acid``, ``jars``."""
+"""The ``hivemesh`` command: ``metastore``, ``proxy``, ``remote``, ``replicate``, ``live``, ``quickstart``, ``acid``, ``jars``."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ class _LazyGroup(click.Group):
     lazy = {
         "acid": "hivemesh.acid.cli:acid",
         "jars": "hivemesh.jvm.cli:jars",
+        "live": "hivemesh.live.cli:live",
         "remote": "hivemesh.federation.remote_cli:remote",
         "replicate": "hivemesh.replication.cli:replicate",
     }

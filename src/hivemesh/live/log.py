@@ -97,6 +97,7 @@ class CommandLog:
         self._gw = EtcdGateway(config)
         self._cmd = config.prefix + "/cmd/"
         self._marker = config.prefix + "/compacted"
+        self._zones = config.prefix + "/zones/"
 
     def __enter__(self) -> CommandLog:
         return self
@@ -206,6 +207,72 @@ class CommandLog:
         (see :class:`LogFollower`). ``idle_s``: how long a quiet watch lasts before the follower
         checks the log with a read, seconds (default: half of ``timeout_s``)."""
         return LogFollower(self, after, idle_s if idle_s is not None else self.config.timeout_s / 2, batch)
+
+    # ------------------------------------------------------------------ zone positions
+    def save_zone(self, zone: str, state: Mapping[str, Any]) -> None:
+        """Store the applier state of ``zone`` (``P/zones/<zone>``: a JSON object whose
+        ``position`` is the last command the zone applied). Raises :class:`LogUnavailable`,
+        :class:`LogRefused`."""
+        value = encode_command(dict(state))
+        self._gw.call(
+            "kv/put", {"key": b64(self._zones + zone), "value": b64(value)}, f"save of zone {zone}'s position"
+        )
+
+    def zone_states(self, *, serializable: bool = False) -> dict[str, dict[str, Any]]:
+        """Every zone's stored applier state (see :meth:`save_zone`), by zone name. Raises
+        :class:`LogUnavailable`, :class:`LogRefused`."""
+        answer = self._gw.call(
+            "kv/range",
+            {
+                "key": b64(self._zones),
+                "range_end": b64(prefix_end(self._zones)),
+                "serializable": serializable,
+            },
+            "read of the zones' positions",
+        )
+        out: dict[str, dict[str, Any]] = {}
+        for kv in answer.get("kvs", []):
+            try:
+                out[unb64(kv["key"]).decode()[len(self._zones) :]] = json.loads(unb64(kv.get("value", "")))
+            except ValueError:
+                continue  # not written by an applier: ignored
+        return out
+
+    def head(self, *, serializable: bool = False) -> tuple[int, int]:
+        """(position of the newest command, number of commands in the log; 0, 0 when empty).
+        Raises :class:`LogUnavailable`, :class:`LogRefused`."""
+        end = b64(prefix_end(self._cmd))
+        answer = self._gw.call(
+            "kv/range",
+            {
+                "key": b64(self._cmd),
+                "range_end": end,
+                "sort_order": "DESCEND",
+                "sort_target": "CREATE",
+                "limit": "1",
+                "keys_only": True,
+                "serializable": serializable,
+            },
+            "read of the log's head",
+        )
+        kvs = answer.get("kvs", [])
+        return (int(kvs[0]["create_revision"]) if kvs else 0), int(answer.get("count", 0))
+
+    def count_after(self, position: int, *, serializable: bool = False) -> int:
+        """How many commands are at positions above ``position``. Raises :class:`LogUnavailable`,
+        :class:`LogRefused`."""
+        answer = self._gw.call(
+            "kv/range",
+            {
+                "key": b64(self._cmd),
+                "range_end": b64(prefix_end(self._cmd)),
+                "min_create_revision": str(position + 1),
+                "keys_only": True,
+                "serializable": serializable,
+            },
+            f"count after position {position}",
+        )  # etcd's count ignores the revision filters: count the keys
+        return len(answer.get("kvs", []))
 
     def compacted_below(self) -> int:
         """The log's compaction point: commands at positions below it are gone (0: none)."""

@@ -1,0 +1,268 @@
+"""The applier of one zone: the command log applied in order to the zone's own metastore.
+
+:class:`Applier` follows the log (:class:`hivemesh.live.log.LogFollower`) from the zone's stored
+position (``P/zones/<zone>`` in etcd, see :meth:`CommandLog.save_zone`) and, per command, maps its
+zone-neutral locations to the zone (:func:`hivemesh.live.commands.for_zone`), calls the method on
+the zone's metastore and stores the new position before taking the next command.
+
+- **Deterministic outcomes** (an HMS exception: AlreadyExists, NoSuchObject, InvalidOperation,
+  MetaException; a TApplicationException) are the command's answer, the same in every zone: the
+  applier records it and goes on.
+- **Environmental errors** (the metastore unreachable, a broken connection) are retried, after a
+  growing pause (0.2 s up to 5 s), on the same command: the zone falls behind, and its proxy
+  refuses writes once the lag passes ``max_apply_lag_s``. When a connection broke during the call,
+  the call may have been made: the retry's error is then reported as an unknown outcome.
+- **Crash safety**: the position is saved after each command, so a process killed between a call
+  and the save applies that one command again on restart. A second application of any proposed
+  write changes nothing: it meets the object it created (AlreadyExists), removed (NoSuchObject)
+  or already changed the same way.
+
+Each outcome is handed to the proxy call waiting for it (:meth:`Applier.expect`), by request id.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hive_metastore.ttypes import MetaException
+from thrift.Thrift import TException
+
+from hivemesh.client.metastore import TRANSPORT_ERRORS, MetastoreClient
+from hivemesh.live.commands import decode, for_zone
+from hivemesh.live.config import LiveRule
+from hivemesh.live.errors import InvalidCommand, LiveError, LogCompacted
+from hivemesh.live.log import CommandLog, Entry
+
+__all__ = ["Applier", "Outcome", "Waiter"]
+
+log = logging.getLogger(__name__)
+
+_PAUSES = (0.2, 0.5, 1.0, 2.0, 5.0)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What applying one command gave in this zone: ``value`` (the method's return value) or
+    ``error`` (the exception it raised); ``unknown``: a connection broke during an earlier
+    attempt, so the error may hide an earlier success."""
+
+    position: int
+    value: Any = None
+    error: BaseException | None = None
+    unknown: bool = False
+
+
+class Waiter:
+    """A proxy call waiting for its command's outcome in this zone."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self.outcome: Outcome | None = None
+
+    def resolve(self, outcome: Outcome) -> None:
+        """Hand over the outcome and wake the waiting call."""
+        self.outcome = outcome
+        self._done.set()
+
+    def wait(self, timeout_s: float) -> Outcome | None:
+        """The outcome, or None when none came within ``timeout_s`` seconds."""
+        self._done.wait(timeout_s)
+        return self.outcome
+
+
+class Applier:
+    """Applies the command log to zone ``zone``'s metastore (see the module doc).
+
+    ``log``: the command log; ``rules``: the live rules by name; ``client``: a client of the
+    zone's metastore (not connected yet is fine; reconnected after transport errors). Runs in a
+    thread of its own after :meth:`start`; :meth:`stop` ends it. Thread-safe."""
+
+    def __init__(
+        self,
+        log: CommandLog,
+        rules: Mapping[str, LiveRule],
+        zone: str,
+        client: MetastoreClient,
+        *,
+        on_apply: Callable[[Outcome, float], None] | None = None,
+    ) -> None:
+        self.log = log
+        self.rules = dict(rules)
+        self.zone = zone
+        self.client = client
+        self.on_apply = on_apply
+        self.position = 0
+        """The last position applied in this zone (0: none yet)."""
+        self.applied = 0
+        """Commands applied by this process."""
+        self.last_error: str | None = None
+        """The last environmental error (None once a command applied after it)."""
+        self.needs_resync: LogCompacted | None = None
+        """Set when the log was compacted past this zone's position: it cannot follow any more."""
+        self._pending_since_ms: int | None = None
+        self._waiters: dict[str, Waiter] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._started = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._follower: Any = None
+
+    # ------------------------------------------------------------------ waiting
+    def expect(self, request_id: str) -> Waiter:
+        """A waiter for the command of ``request_id``: register it before appending."""
+        w = Waiter()
+        with self._lock:
+            self._waiters[request_id] = w
+        return w
+
+    def forget(self, request_id: str) -> None:
+        """Drop the waiter of ``request_id`` (its call gave up)."""
+        with self._lock:
+            self._waiters.pop(request_id, None)
+
+    def lag_s(self) -> float:
+        """Seconds since the proposer appended the oldest command this zone has seen but not
+        applied (0 when caught up with what it has seen)."""
+        since = self._pending_since_ms
+        return 0.0 if since is None else max(0.0, time.time() - since / 1000)
+
+    # ------------------------------------------------------------------ life cycle
+    def start(self, timeout_s: float = 30.0) -> Applier:
+        """Read the zone's stored position and start applying in a background thread. Raises
+        LiveError when the position cannot be read within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                state = self.log.zone_states().get(self.zone, {})
+                break
+            except LiveError as e:
+                if time.monotonic() > deadline:
+                    raise LiveError(f"zone {self.zone}: cannot read its log position: {e}") from e
+                time.sleep(0.5)
+        self.position = int(state.get("position", 0))
+        log.info("zone %s: applying the command log after position %d", self.zone, self.position)
+        self._thread = threading.Thread(target=self._run, name=f"live-applier-{self.zone}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop applying (the command being applied finishes first) and close the client."""
+        self._stop.set()
+        follower = self._follower
+        if follower is not None:
+            follower.close()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        self.client.close()
+
+    def _run(self) -> None:
+        turn = 0
+        while not self._stop.is_set():
+            try:
+                self._follower = self.log.follow(self.position)
+                for entry in self._follower:
+                    self._take(entry)
+                    turn = 0
+                    if self._stop.is_set():
+                        return
+            except LogCompacted as e:
+                self.needs_resync = e
+                self.last_error = str(e)
+                log.error("zone %s: %s; it stops applying until it is re-synced", self.zone, e)
+                self._stop.wait(5.0)
+            except LiveError as e:
+                self.last_error = str(e)
+                log.warning("zone %s: the command log: %s; retrying", self.zone, e)
+                self._stop.wait(_PAUSES[min(turn, len(_PAUSES) - 1)])
+                turn += 1
+            except Exception:  # a bug must not end the thread: log it and start over
+                log.exception(
+                    "zone %s: applier failed; starting over from position %d", self.zone, self.position
+                )
+                self._stop.wait(1.0)
+
+    def _take(self, entry: Entry) -> None:
+        """Apply one entry, save the position, hand the outcome to its waiter."""
+        t0 = time.perf_counter()
+        outcome = self._apply(entry)
+        if outcome is None:  # stopped while retrying: not applied
+            return
+        self.position = entry.position
+        self.applied += 1
+        self._pending_since_ms = None
+        self._save()
+        with self._lock:
+            waiter = self._waiters.pop(entry.request_id, None)
+        if waiter is not None:
+            waiter.resolve(outcome)
+        if self.on_apply is not None:
+            self.on_apply(outcome, time.perf_counter() - t0)
+
+    def _apply(self, entry: Entry) -> Outcome | None:
+        try:
+            command = decode(entry.command)
+            rule = self.rules.get(command.rule)
+            if rule is None:
+                raise InvalidCommand(
+                    f"command names live rule {command.rule!r}, unknown in this zone's config"
+                )
+            args = for_zone(command, rule, self.zone)
+        except InvalidCommand as e:
+            log.error("zone %s: position %d (%s): %s", self.zone, entry.position, entry.request_id, e)
+            return Outcome(entry.position, error=MetaException(f"hivemesh live: {e}"))
+        self._pending_since_ms = command.time_ms
+        broken = False
+        turn = 0
+        while not self._stop.is_set():
+            try:
+                value = self.client.call(command.method, *args)
+                self.last_error = None
+                log.debug("zone %s: position %d %s applied", self.zone, entry.position, command.method)
+                return Outcome(entry.position, value=value)
+            except TRANSPORT_ERRORS as e:
+                broken = True
+                self.last_error = (
+                    f"metastore {self.client.endpoints[0][0]}:{self.client.endpoints[0][1]}: {e}"
+                )
+                log.warning(
+                    "zone %s: position %d %s: %s; retrying",
+                    self.zone,
+                    entry.position,
+                    command.method,
+                    self.last_error,
+                )
+                self._stop.wait(_PAUSES[min(turn, len(_PAUSES) - 1)])
+                turn += 1
+            except TException as e:  # HMS exceptions and TApplicationException: the answer
+                log.info(
+                    "zone %s: position %d %s: %s: %s",
+                    self.zone, entry.position, command.method, type(e).__name__, getattr(e, "message", e),
+                )  # fmt: skip
+                return Outcome(entry.position, error=e, unknown=broken)
+            except Exception as e:
+                log.exception("zone %s: position %d %s failed", self.zone, entry.position, command.method)
+                return Outcome(entry.position, error=MetaException(f"hivemesh live: {type(e).__name__}: {e}"))
+        return None
+
+    def _save(self) -> None:
+        """Store the position; retried until stored (a zone that cannot reach etcd cannot read the
+        log either), so a crash re-applies at most one command."""
+        turn = 0
+        while True:
+            try:
+                self.log.save_zone(
+                    self.zone,
+                    {"position": self.position, "time_ms": int(time.time() * 1000), "error": self.last_error},
+                )
+                return
+            except LiveError as e:
+                if self._stop.is_set():
+                    return
+                self.last_error = str(e)
+                self._stop.wait(_PAUSES[min(turn, len(_PAUSES) - 1)])
+                turn += 1

@@ -1,0 +1,213 @@
+"""The live proxy's catalog: reads relayed to the zone's metastore, writes in a live rule's scope
+agreed through the command log.
+
+:class:`LiveCatalog` is a :class:`hivemesh.federation.handler.Federation` with one member, the
+zone's own metastore, so reads (and the writes no rule covers) take the federation proxy's path,
+relayed as bytes where they can be. A write of :data:`hivemesh.live.commands.PROPOSED` that names
+a live database (and, when the rule lists tables for it, a live table) is instead:
+
+1. refused with a MetaException when this zone's applier is more than ``max_apply_lag_s`` behind;
+2. pinned into a command (:func:`hivemesh.live.commands.pin`) and appended to the log under a
+   new request id;
+3. answered once this zone's applier applied it: the value or the HMS exception the zone's
+   metastore gave, the same answer a direct call would give.
+
+A write naming databases of two rules, or a live and a non-live database (a rename across them),
+is refused. A write whose outcome the proxy cannot know (the log did not answer, or this zone did
+not apply it in time) is answered with a MetaException that says the outcome is unknown and names
+the request id: the write is then either in every zone or, when the log never took it, in none.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hive_metastore.ttypes import MetaException
+
+from hivemesh.federation.handler import Federation
+from hivemesh.federation.members import MemberIndexes
+from hivemesh.federation.rewrite import Collector, method_plan, rename_args, split_catalog
+from hivemesh.federation.routing import Observer, Registry
+from hivemesh.hive.hms_methods import args_struct
+from hivemesh.live.applier import Applier
+from hivemesh.live.commands import PROPOSED, encode, neutral_location, pin
+from hivemesh.live.config import LiveConfig, LiveRule
+from hivemesh.live.errors import LiveError, LogUnavailable
+from hivemesh.live.log import CommandLog
+from hivemesh.thrift.server import connection
+
+__all__ = ["LiveCatalog"]
+
+log = logging.getLogger(__name__)
+
+ProposalObserver = Callable[[str, str], None]
+"""Called after each proposal with (method, outcome: "ok", an exception class name, "unknown",
+"refused")."""
+
+
+class LiveCatalog(Federation):
+    """The catalog a live proxy serves (see the module doc). ``registry``: one member, the zone's
+    metastore; ``live``: the ``live:`` section; ``zone``: this zone's name; ``log``/``applier``:
+    the command log and this zone's applier; ``wait_s``: how long a proposing call waits for this
+    zone to apply its command, seconds."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        indexes: MemberIndexes,
+        *,
+        live: LiveConfig,
+        zone: str,
+        log: CommandLog,
+        applier: Applier,
+        wait_s: float,
+        observe: Observer | None = None,
+        observe_proposal: ProposalObserver | None = None,
+    ) -> None:
+        super().__init__(registry, None, indexes, observe)
+        self.live = live
+        self.zone = zone
+        self.command_log = log
+        self.applier = applier
+        self.wait_s = wait_s
+        self.observe_proposal = observe_proposal
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """HMS method ``name``: a proposed write (see the module doc) or the federation's call."""
+        if name in PROPOSED:
+
+            def method(*args: Any) -> Any:
+                return self.write(name, args)
+
+            method.__name__ = name
+            method.__doc__ = f"HMS ``{name}``: agreed through the command log when it names a live database."
+            return method
+        return super().__getattr__(name)
+
+    # ------------------------------------------------------------------ scope
+    def rule_of(self, method: str, argv: list[Any]) -> LiveRule | None:
+        """The live rule a write's databases and tables fall under, or None (not live). Raises
+        MetaException for a write spanning two rules, or live and non-live objects."""
+        col = Collector()
+        rename_args(method_plan(method), argv, col)
+        rules: dict[str, LiveRule | None] = {split_catalog(d)[1].lower(): None for d in col.dbs if d}
+        if not rules:
+            return None
+        for db in rules:
+            rules[db] = self.live.rule_for(db)
+        found = {r.name: r for r in rules.values() if r is not None}
+        if not found:
+            return None
+        if len(found) > 1 or None in rules.values():
+            scopes = ", ".join(
+                f"{d} ({f'rule {r.name!r}' if r else 'not live'})" for d, r in sorted(rules.items())
+            )
+            raise MetaException(
+                f"hivemesh live: {method} names databases of different live scopes: {scopes}; "
+                "a write stays within one live rule (or outside all)"
+            )
+        rule = next(iter(found.values()))
+        inside = {rule.matches_table(split_catalog(db)[1], t) for db, t in col.tables if t}
+        if inside == {False}:
+            return None  # tables the rule leaves out: local writes
+        if len(inside) > 1:
+            raise MetaException(
+                f"hivemesh live: {method} names tables inside and outside live rule {rule.name!r}; make it two calls"
+            )
+        return rule
+
+    # ------------------------------------------------------------------ writes
+    def write(self, method: str, args: Sequence[Any]) -> Any:
+        """Answer write ``method``: proposed when it names a live database, else sent on."""
+        argv = list(args)
+        rule = self.rule_of(method, argv)
+        if rule is None:
+            return self.route(method, argv)
+        return self.propose(method, argv, rule)
+
+    def user(self) -> str:
+        """The calling user: the client's ``set_ugi`` user or authenticated principal, else the
+        proxy process's user."""
+        ugi = self.session().ugi
+        if ugi is not None:
+            return ugi[0]
+        return connection().user or getpass.getuser()
+
+    def propose(self, method: str, argv: list[Any], rule: LiveRule) -> Any:
+        """Pin, append and wait for this zone's outcome (see the module doc). Raises the HMS
+        exception the zone's metastore answered, or MetaException (lagging zone, location outside
+        the rule's path, log unavailable, outcome unknown)."""
+        lag = self.applier.lag_s()
+        if lag > self.live.max_apply_lag_s or self.applier.needs_resync is not None:
+            self._observed(method, "refused")
+            why = (
+                "its log position was compacted away (re-sync it)"
+                if self.applier.needs_resync is not None
+                else f"it is {lag:.1f}s behind the command log (max_apply_lag_s {self.live.max_apply_lag_s:g})"
+            )
+            raise MetaException(
+                f"hivemesh live: zone {self.zone} refuses writes: {why}; last error: {self.applier.last_error}"
+            )
+        args = args_struct(method)(*argv)
+        try:
+            command = pin(
+                method, args, rule, self.zone, self.user(), database_location=self._database_location(rule)
+            )
+        except MetaException:
+            self._observed(method, "refused")
+            raise
+        request_id = f"{self.zone}.{uuid.uuid4().hex}"
+        waiter = self.applier.expect(request_id)
+        try:
+            position = self.command_log.append(request_id, encode(command))
+        except LiveError as e:
+            self.applier.forget(request_id)
+            self._observed(method, "unknown")
+            maybe = (
+                "; the log may have taken it before failing: then it is applied in every zone"
+                if isinstance(e, LogUnavailable)
+                else ""
+            )
+            raise MetaException(
+                f"hivemesh live: {method} not agreed: the command log is unavailable ({e}){maybe} "
+                f"(request {request_id})"
+            ) from e
+        outcome = waiter.wait(self.wait_s)
+        if outcome is None:
+            self.applier.forget(request_id)
+            self._observed(method, "unknown")
+            raise MetaException(
+                f"hivemesh live: outcome of {method} unknown: agreed at log position {position} (request "
+                f"{request_id}), not applied in zone {self.zone} within {self.wait_s:g}s; it will be applied "
+                f"in every zone (last error: {self.applier.last_error})"
+            )
+        if outcome.error is None:
+            self._observed(method, "ok")
+            return outcome.value
+        if outcome.unknown:
+            self._observed(method, "unknown")
+            raise MetaException(
+                f"hivemesh live: outcome of {method} unknown: agreed at log position {position} (request "
+                f"{request_id}); zone {self.zone}'s metastore connection broke during the call and the "
+                f"retry answered {type(outcome.error).__name__}: {getattr(outcome.error, 'message', outcome.error)}"
+            )
+        self._observed(method, type(outcome.error).__name__)
+        raise outcome.error
+
+    def _observed(self, method: str, outcome: str) -> None:
+        if self.observe_proposal is not None:
+            self.observe_proposal(method, outcome)
+
+    def _database_location(self, rule: LiveRule) -> Callable[[str], str | None]:
+        def location(name: str) -> str | None:
+            try:
+                db = self.call_member(self.registry.primary, "get_database", [name])
+            except Exception:  # unknown database: the create answers for itself
+                return None
+            return neutral_location(rule, self.zone, db.locationUri)
+
+        return location

@@ -1,0 +1,314 @@
+"""Live Hive end to end on one machine: two zones, each a hivemesh metastore (SQLite) behind its
+own live proxy (:class:`hivemesh.live.service.LiveService`), the command log on the session's
+3-member etcd cluster. Writes through either zone's proxy reach both metastores, with locations
+mapped to each zone's rule path; errors are the same a direct call gives; writes outside the
+rules stay local; a zone that was down catches up from its stored position.
+
+Fields left out of the comparison of the two zones: ``createTime`` of tables and partitions (a
+Hive metastore sets it from its own clock, as Hive's does), storage locations (compared after
+mapping each zone's rule path), and ids.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from hive_metastore.ttypes import (
+    AlreadyExistsException,
+    Database,
+    FieldSchema,
+    MetaException,
+    NoSuchObjectException,
+    Partition,
+    SerDeInfo,
+    StorageDescriptor,
+    Table,
+)
+
+from hivemesh.cli import main
+from hivemesh.config import MetastoreConfig
+from hivemesh.live.service import LiveService
+from hivemesh.metastore.service import MetastoreService
+from tests.support.etcd import EtcdCluster
+from tests.support.servers import ThriftClient
+
+ZONES = ("east", "west")
+
+
+@dataclass
+class Zone:
+    name: str
+    root: Path
+    metastore: MetastoreService
+    proxy: LiveService | None = None
+
+    @property
+    def live_path(self) -> str:
+        return str(self.root / "live")
+
+    def direct(self) -> ThriftClient:
+        assert self.metastore.server is not None
+        return ThriftClient("127.0.0.1", self.metastore.server.port)
+
+    def via_proxy(self) -> ThriftClient:
+        assert self.proxy is not None and self.proxy.server is not None
+        return ThriftClient("127.0.0.1", self.proxy.server.port)
+
+
+def _metastore(root: Path, port: int = 0) -> MetastoreService:
+    cfg = MetastoreConfig(db=f"sqlite:///{root / 'ms.db'}", warehouse=str(root / "wh"), port=port)  # type: ignore[arg-type]
+    return MetastoreService(cfg).start()
+
+
+@dataclass
+class Mesh:
+    config: Path
+    zones: dict[str, Zone]
+
+    def start_proxy(self, name: str) -> LiveService:
+        z = self.zones[name]
+        z.proxy = LiveService(self.config, name, port=0, metrics_port=0, wait_s=20.0).start()
+        return z.proxy
+
+    def stop_proxy(self, name: str) -> None:
+        z = self.zones[name]
+        if z.proxy is not None:
+            z.proxy.stop()
+            z.proxy = None
+
+    def wait_caught_up(self, timeout_s: float = 20.0) -> None:
+        """Every running applier at the log's head."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            proxies = [z.proxy for z in self.zones.values() if z.proxy is not None]
+            assert proxies and proxies[0].log is not None
+            head, _ = proxies[0].log.head()
+            if all(p.applier is not None and p.applier.position >= head for p in proxies):
+                return
+            assert time.monotonic() < deadline, (
+                f"appliers not at head {head}: {[p.applier.position for p in proxies if p.applier]}"
+            )
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def mesh(etcd_cluster: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
+    base = tmp_path_factory.mktemp("live")
+    zones: dict[str, Zone] = {}
+    for name in ZONES:
+        root = base / name
+        root.mkdir()
+        zones[name] = Zone(name, root, _metastore(root))
+    config = base / "mesh.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "zones": {
+                    z.name: {"metastore": z.metastore.uri, "warehouse": str(z.root / "wh")}
+                    for z in zones.values()
+                },
+                "live": {
+                    "etcd": {
+                        "endpoints": etcd_cluster.endpoints,
+                        "prefix": f"/hivemesh-test/live-{uuid.uuid4().hex[:8]}",
+                    },
+                    "rules": [
+                        {
+                            "name": "sales",
+                            "databases": ["sales", "fin_.*"],
+                            "tables": {"fin_q": ["live_.*"]},
+                            "paths": {z.name: z.live_path for z in zones.values()},
+                            "acid_owner": "east",
+                        }
+                    ],
+                    "max_apply_lag_s": 10,
+                },
+            }
+        )
+    )
+    m = Mesh(config, zones)
+    for name in ZONES:
+        m.start_proxy(name)
+    yield m
+    for name in ZONES:
+        m.stop_proxy(name)
+    for z in zones.values():
+        z.metastore.stop()
+
+
+def sd(location: str | None = None) -> StorageDescriptor:
+    return StorageDescriptor(
+        cols=[FieldSchema("id", "bigint", None), FieldSchema("name", "string", None)],
+        location=location,
+        inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+        serdeInfo=SerDeInfo(None, "org.apache.hadoop.hive.ql.io.orc.OrcSerde", {"serialization.format": "1"}),
+    )
+
+
+def table(db: str, name: str, location: str | None = None, partitioned: bool = True) -> Table:
+    return Table(
+        tableName=name,
+        dbName=db,
+        owner="alice",
+        sd=sd(location),
+        partitionKeys=[FieldSchema("ds", "string", None)] if partitioned else [],
+        tableType="EXTERNAL_TABLE",
+        parameters={"EXTERNAL": "TRUE"},
+    )
+
+
+def canonical(z: Zone, db: str) -> dict[str, Any]:
+    """Database ``db`` of zone ``z`` as compared across zones: locations relative to the zone's
+    rule path, createTime left out."""
+    root = z.live_path
+
+    def rel(location: str | None) -> str | None:
+        if not location:
+            return location
+        path = location.removeprefix("file:")
+        assert path.startswith(root + "/"), f"{location} is not under zone {z.name}'s rule path {root}"
+        return path[len(root) + 1 :]
+
+    with z.direct() as c:
+        d = c.get_database(db)
+        out: dict[str, Any] = {"db": (rel(d.locationUri), d.ownerName, d.parameters), "tables": {}}
+        for name in sorted(c.get_all_tables(db)):
+            t = c.get_table(db, name)
+            parts = c.get_partitions(db, name, -1)
+            out["tables"][name] = {
+                "cols": [(f.name, f.type) for f in t.sd.cols],
+                "location": rel(t.sd.location),
+                "owner": t.owner,
+                "params": t.parameters,
+                "partitions": sorted(
+                    (tuple(p.values), rel(p.sd.location), p.parameters.get("transient_lastDdlTime"))
+                    for p in parts
+                ),
+            }
+    return out
+
+
+def test_writes_through_either_zone_reach_both_with_locations_mapped(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with east.via_proxy() as c:
+        c.create_database(Database(name="sales", description="orders", parameters={"team": "x"}))
+        c.create_table(table("sales", "orders"))  # no location: pinned under each zone's rule path
+        assert c.get_table("sales", "orders").sd.location.endswith("/live/sales.db/orders")
+    with west.via_proxy() as c:
+        parts = [
+            Partition(
+                values=[f"2026-11-{d:02d}"], dbName="sales", tableName="orders", sd=sd(None), parameters={}
+            )
+            for d in (1, 2, 3)
+        ]
+        assert c.add_partitions(parts) == 3
+        new = c.get_table("sales", "orders")
+        new.sd.cols.append(FieldSchema("amount", "decimal(10,2)", None))
+        c.alter_table("sales", "orders", new)
+        assert c.drop_partition("sales", "orders", ["2026-11-02"], False) is True
+    mesh.wait_caught_up()
+    dumps = {name: canonical(z, "sales") for name, z in mesh.zones.items()}
+    assert dumps["east"] == dumps["west"]
+    orders = dumps["east"]["tables"]["orders"]
+    assert orders["location"] == "sales.db/orders"
+    assert [c for c, _ in orders["cols"]] == ["id", "name", "amount"]
+    assert [p[0] for p in orders["partitions"]] == [("2026-11-01",), ("2026-11-03",)]
+    assert orders["partitions"][0][1] == "sales.db/orders/ds=2026-11-01"
+    assert orders["partitions"][0][2] is not None  # the DDL time pinned by the proposer: equal in both
+    with west.direct() as c:  # each zone's files are its own
+        assert c.get_database("sales").locationUri.removeprefix("file:") == f"{west.live_path}/sales.db"
+
+
+def test_errors_are_the_ones_a_metastore_gives_and_change_nothing(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with east.via_proxy() as c:
+        c.create_database(Database(name="fin_errors"))
+        with pytest.raises(NoSuchObjectException):
+            c.drop_table("fin_errors", "missing", True)
+        with pytest.raises(AlreadyExistsException):
+            c.create_database(Database(name="fin_errors"))
+        with pytest.raises(MetaException, match="outside live rule 'sales'"):  # another zone's files
+            c.create_table(table("fin_errors", "t", location=f"{west.live_path}/fin_errors.db/t"))
+    mesh.wait_caught_up()
+    for z in (east, west):
+        with z.direct() as c:
+            assert c.get_all_tables("fin_errors") == []
+
+
+def test_concurrent_creates_from_two_zones_have_one_winner_everywhere(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with east.via_proxy() as c:
+        c.create_database(Database(name="fin_race"))
+    outcomes: dict[str, str] = {}
+
+    def create(z: Zone, cols: str) -> None:
+        t = table("fin_race", "t", partitioned=False)
+        t.sd.cols = [FieldSchema(cols, "string", None)]
+        try:
+            with z.via_proxy() as c:
+                c.create_table(t)
+            outcomes[z.name] = "created"
+        except AlreadyExistsException:
+            outcomes[z.name] = "AlreadyExists"
+
+    threads = [threading.Thread(target=create, args=(z, f"col_{z.name}")) for z in (east, west)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(outcomes.values()) == ["AlreadyExists", "created"]
+    winner = next(name for name, o in outcomes.items() if o == "created")
+    mesh.wait_caught_up()
+    for z in (east, west):
+        with z.direct() as c:
+            assert [f.name for f in c.get_table("fin_race", "t").sd.cols] == [f"col_{winner}"]
+
+
+def test_writes_outside_the_rules_stay_in_their_zone(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with east.via_proxy() as c:
+        c.create_database(Database(name="scratch"))  # no rule: east only
+        c.create_database(Database(name="fin_q"))  # live database, only live_.* tables live
+        c.create_table(table("fin_q", "local_only", partitioned=False, location=f"{east.root}/wh/fin_q.db/x"))
+        c.create_table(table("fin_q", "live_orders", partitioned=False))
+    mesh.wait_caught_up()
+    with west.direct() as c:
+        with pytest.raises(NoSuchObjectException):
+            c.get_database("scratch")
+        assert c.get_all_tables("fin_q") == ["live_orders"]
+    with east.direct() as c:
+        assert sorted(c.get_all_tables("fin_q")) == ["live_orders", "local_only"]
+
+
+def test_a_zone_that_was_down_catches_up_from_its_position(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    mesh.stop_proxy("west")  # its applier stops with it; its position stays in etcd
+    try:
+        with east.via_proxy() as c:
+            c.create_database(Database(name="fin_later"))
+            c.create_table(table("fin_later", "t1", partitioned=False))
+        result = CliRunner().invoke(main, ["live", "status", "--config", str(mesh.config), "--json"])
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.output)
+        assert report["zones"]["west"]["behind"] == 2 and report["zones"]["east"]["behind"] == 0
+        assert report["zones"]["west"]["lag_s"] > 0
+    finally:
+        mesh.start_proxy("west")
+    mesh.wait_caught_up()
+    with west.direct() as c:
+        assert c.get_all_tables("fin_later") == ["t1"]
+    assert canonical(east, "fin_later") == canonical(west, "fin_later")
+    result = CliRunner().invoke(main, ["live", "status", "--config", str(mesh.config), "--json"])
+    assert json.loads(result.output)["zones"]["west"]["behind"] == 0
