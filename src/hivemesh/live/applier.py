@@ -12,10 +12,15 @@ the zone's metastore and stores the new position before taking the next command.
   growing pause (0.2 s up to 5 s), on the same command: the zone falls behind, and its proxy
   refuses writes once the lag passes ``max_apply_lag_s``. When a connection broke during the call,
   the call may have been made: the retry's error is then reported as an unknown outcome.
-- **Crash safety**: the position is saved after each command, so a process killed between a call
-  and the save applies that one command again on restart. A second application of any proposed
-  write changes nothing: it meets the object it created (AlreadyExists), removed (NoSuchObject)
-  or already changed the same way.
+- **Exactly once**: before each call the applier stores a marker (the command's position and the
+  zone metastore's newest notification event id), and after it the new position. A command found
+  marked after a restart (or after a connection broke during its call) is applied only when the
+  zone's notification log has no event of the objects it names after the marked id: a metastore
+  writes a call's events in the call's own transaction, so an event there means the call took
+  effect. A metastore without a notification log (``get_current_notificationEventId`` unknown)
+  gets the command again; a second application of a proposed write changes no object (it meets
+  the object it created, removed or already changed the same way), and its error is then
+  reported as an unknown outcome.
 
 Each outcome is handed to the proxy call waiting for it (:meth:`Applier.expect`), by request id.
 """
@@ -30,10 +35,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from hive_metastore.ttypes import MetaException
-from thrift.Thrift import TException
+from thrift.Thrift import TApplicationException, TException
 
 from hivemesh.client.metastore import TRANSPORT_ERRORS, MetastoreClient
-from hivemesh.live.commands import decode, for_zone
+from hivemesh.hive.hms_methods import returns_value
+from hivemesh.live.commands import decode, for_zone, named_objects
 from hivemesh.live.config import LiveRule
 from hivemesh.live.errors import InvalidCommand, LiveError, LogCompacted
 from hivemesh.live.log import CommandLog, Entry
@@ -105,6 +111,8 @@ class Applier:
         self.needs_resync: LogCompacted | None = None
         """Set when the log was compacted past this zone's position: it cannot follow any more."""
         self._pending_since_ms: int | None = None
+        self._resume: dict[str, Any] | None = None  # the stored marker of a command being applied
+        self._events: bool | None = None  # False: the zone's metastore keeps no notification log
         self._waiters: dict[str, Waiter] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -145,6 +153,7 @@ class Applier:
                     raise LiveError(f"zone {self.zone}: cannot read its log position: {e}") from e
                 time.sleep(0.5)
         self.position = int(state.get("position", 0))
+        self._resume = dict(state) if state.get("applying") else None
         log.info("zone %s: applying the command log after position %d", self.zone, self.position)
         self._thread = threading.Thread(target=self._run, name=f"live-applier-{self.zone}", daemon=True)
         self._thread.start()
@@ -216,19 +225,34 @@ class Applier:
             log.error("zone %s: position %d (%s): %s", self.zone, entry.position, entry.request_id, e)
             return Outcome(entry.position, error=MetaException(f"hivemesh live: {e}"))
         self._pending_since_ms = command.time_ms
-        broken = False
+        objects = named_objects(command)
+        marker = self._resume if self._resume and self._resume.get("applying") == entry.position else None
+        self._resume = None
+        event_id: int | None = (
+            int(marker["event_id"]) if marker and marker.get("event_id") is not None else None
+        )
+        attempted = marker is not None  # a call may have been made before a crash or a broken connection
         turn = 0
+        uncertain = False  # a call may have taken effect and the notification log cannot tell
         while not self._stop.is_set():
             try:
+                if attempted:
+                    uncertain = event_id is None or objects is None
+                    if self._applied_since(event_id, objects):
+                        log.info(
+                            "zone %s: position %d %s was applied before (its notification event is there)",
+                            self.zone, entry.position, command.method,
+                        )  # fmt: skip
+                        return Outcome(entry.position, unknown=returns_value(command.method))
+                event_id = self._event_id()
+                self._save({"applying": entry.position, "event_id": event_id})
+                attempted = True
                 value = self.client.call(command.method, *args)
                 self.last_error = None
-                log.debug("zone %s: position %d %s applied", self.zone, entry.position, command.method)
                 return Outcome(entry.position, value=value)
             except TRANSPORT_ERRORS as e:
-                broken = True
-                self.last_error = (
-                    f"metastore {self.client.endpoints[0][0]}:{self.client.endpoints[0][1]}: {e}"
-                )
+                host, port = self.client.endpoints[0]
+                self.last_error = f"metastore {host}:{port}: {e}"
                 log.warning(
                     "zone %s: position %d %s: %s; retrying",
                     self.zone,
@@ -243,22 +267,43 @@ class Applier:
                     "zone %s: position %d %s: %s: %s",
                     self.zone, entry.position, command.method, type(e).__name__, getattr(e, "message", e),
                 )  # fmt: skip
-                return Outcome(entry.position, error=e, unknown=broken)
+                return Outcome(entry.position, error=e, unknown=uncertain)
             except Exception as e:
                 log.exception("zone %s: position %d %s failed", self.zone, entry.position, command.method)
                 return Outcome(entry.position, error=MetaException(f"hivemesh live: {type(e).__name__}: {e}"))
         return None
 
-    def _save(self) -> None:
-        """Store the position; retried until stored (a zone that cannot reach etcd cannot read the
-        log either), so a crash re-applies at most one command."""
+    def _event_id(self) -> int | None:
+        """The zone metastore's newest notification event id (None: it keeps no notification log)."""
+        if self._events is False:
+            return None
+        try:
+            return self.client.current_notification_event_id()
+        except TApplicationException:
+            self._events = False
+            log.warning(
+                "zone %s: the metastore keeps no notification log; a command interrupted by a crash is applied again",
+                self.zone,
+            )
+            return None
+
+    def _applied_since(self, event_id: int | None, objects: tuple[str, tuple[str, ...]] | None) -> bool:
+        """Whether the zone's notification log has an event of ``objects`` (database, tables) after
+        ``event_id``: the interrupted call took effect (HMS writes a call's events in its own
+        transaction). False when that cannot be told (no notification log, no object named)."""
+        if event_id is None or objects is None:
+            return False
+        db, tables = objects
+        return bool(self.client.next_notification(event_id, db=db, tables=tables or None))
+
+    def _save(self, extra: Mapping[str, Any] | None = None) -> None:
+        """Store the position (and ``extra``: the marker of the command being applied); retried
+        until stored (a zone that cannot reach etcd cannot read the log either)."""
         turn = 0
+        state = {"position": self.position, "time_ms": int(time.time() * 1000), "error": self.last_error}
         while True:
             try:
-                self.log.save_zone(
-                    self.zone,
-                    {"position": self.position, "time_ms": int(time.time() * 1000), "error": self.last_error},
-                )
+                self.log.save_zone(self.zone, {**state, **(extra or {})})
                 return
             except LiveError as e:
                 if self._stop.is_set():

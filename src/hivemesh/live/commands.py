@@ -40,6 +40,7 @@ from hive_metastore.ttypes import Database, Function, MetaException, Partition, 
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TTransport
 
+from hivemesh.federation.rewrite import Collector, method_plan, rename_args, split_catalog
 from hivemesh.hive.hms_methods import METHODS, args_struct, positional_args
 from hivemesh.live.config import LiveRule, neutral, to_zone
 from hivemesh.live.errors import InvalidCommand
@@ -52,6 +53,8 @@ __all__ = [
     "encode",
     "for_zone",
     "is_create",
+    "named_objects",
+    "neutral_location",
     "pin",
 ]
 
@@ -259,6 +262,18 @@ def _pin_ddl_time(obj: Table | Partition, now_s: int) -> None:
         obj.parameters = {}
     if obj.parameters.get(DDL_TIME) in (None, "", "0"):
         obj.parameters[DDL_TIME] = str(now_s)
+
+
+def named_objects(command: Command) -> tuple[str, tuple[str, ...]] | None:
+    """(database, tables) a command names, lower case, for finding its notification events; None
+    when it names no single database."""
+    col = Collector()
+    rename_args(method_plan(command.method), positional_args(command.args), col)
+    dbs = {split_catalog(d)[1].lower() for d in col.dbs if d}
+    if len(dbs) != 1:
+        return None
+    tables = tuple(sorted({t.lower() for _, t in col.tables if t}))
+    return dbs.pop(), tables
 
 
 def neutral_location(rule: LiveRule, zone: str, location: str | None) -> str | None:

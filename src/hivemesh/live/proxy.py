@@ -164,18 +164,18 @@ class LiveCatalog(Federation):
         waiter = self.applier.expect(request_id)
         try:
             position = self.command_log.append(request_id, encode(command))
-        except LiveError as e:
+        except LogUnavailable as e:
             self.applier.forget(request_id)
             self._observed(method, "unknown")
-            maybe = (
-                "; the log may have taken it before failing: then it is applied in every zone"
-                if isinstance(e, LogUnavailable)
-                else ""
-            )
             raise MetaException(
-                f"hivemesh live: {method} not agreed: the command log is unavailable ({e}){maybe} "
-                f"(request {request_id})"
+                f"hivemesh live: outcome of {method} unknown: the command log is unavailable ({e}); a "
+                f"member may still have taken the command, and then it is applied in every zone once the "
+                f"cluster has a quorum again (request {request_id})"
             ) from e
+        except LiveError as e:
+            self.applier.forget(request_id)
+            self._observed(method, "refused")
+            raise MetaException(f"hivemesh live: {method} not agreed: {e} (request {request_id})") from e
         outcome = waiter.wait(self.wait_s)
         if outcome is None:
             self.applier.forget(request_id)
