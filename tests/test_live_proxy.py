@@ -23,11 +23,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from hive_metastore.ttypes import (
+    AllocateTableWriteIdsRequest,
     AlreadyExistsException,
+    CommitTxnRequest,
     Database,
     FieldSchema,
+    GetValidWriteIdsRequest,
     MetaException,
     NoSuchObjectException,
+    OpenTxnRequest,
     Partition,
     SerDeInfo,
     StorageDescriptor,
@@ -36,6 +40,7 @@ from hive_metastore.ttypes import (
 
 from hivemesh.cli import main
 from hivemesh.config import MetastoreConfig
+from hivemesh.hive.txn_lists import ValidTxnList
 from hivemesh.live.service import LiveService
 from hivemesh.metastore.service import MetastoreService
 from tests.support.etcd import EtcdCluster
@@ -312,3 +317,33 @@ def test_a_zone_that_was_down_catches_up_from_its_position(mesh: Mesh) -> None:
     assert canonical(east, "fin_later") == canonical(west, "fin_later")
     result = CliRunner().invoke(main, ["live", "status", "--config", str(mesh.config), "--json"])
     assert json.loads(result.output)["zones"]["west"]["behind"] == 0
+
+
+def test_txns_of_live_acid_tables_go_to_the_acid_owner_zone(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]  # the rule's acid_owner is east
+    acid = table("fin_acid", "acid_orders", partitioned=False)
+    acid.tableType, acid.parameters = "MANAGED_TABLE", {"transactional": "true"}
+    with west.via_proxy() as c:
+        c.create_database(Database(name="fin_acid"))
+        c.create_table(acid)  # DDL: agreed and applied in both zones
+        txn = c.open_txns(OpenTxnRequest(num_txns=1, user="alice", hostname="h")).txn_ids[0]
+        got = c.allocate_table_write_ids(
+            AllocateTableWriteIdsRequest("fin_acid", "acid_orders", txnIds=[txn])
+        )
+        assert [w.writeId for w in got.txnToWriteIds] == [1]
+        c.commit_txn(CommitTxnRequest(txnid=txn))
+    mesh.wait_caught_up()
+
+    def high_water_mark(z: Zone) -> int:
+        with z.direct() as c:
+            snapshot = c.get_open_txns()
+            txns = ValidTxnList(snapshot.txn_high_water_mark).to_string()  # no txn open here now
+            valid = c.get_valid_write_ids(
+                GetValidWriteIdsRequest(["fin_acid.acid_orders"], validTxnList=txns)
+            )
+            return int(valid.tblValidWriteIds[0].writeIdHighWaterMark)
+
+    assert high_water_mark(east) == 1  # the write id came from the owner zone's metastore
+    assert high_water_mark(west) == 0  # none was allocated in the writing zone
+    with west.direct() as c:
+        assert c.get_table("fin_acid", "acid_orders").parameters["transactional"] == "true"

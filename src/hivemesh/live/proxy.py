@@ -29,9 +29,10 @@ from typing import Any
 from hive_metastore.ttypes import MetaException
 
 from hivemesh.federation.handler import Federation
-from hivemesh.federation.members import MemberIndexes
+from hivemesh.federation.members import Member, MemberIndexes
 from hivemesh.federation.rewrite import Collector, method_plan, rename_args, split_catalog
 from hivemesh.federation.routing import Observer, Registry
+from hivemesh.federation.txns import TxnRouter
 from hivemesh.hive.hms_methods import args_struct
 from hivemesh.live.applier import Applier
 from hivemesh.live.commands import PROPOSED, encode, neutral_location, pin
@@ -40,7 +41,7 @@ from hivemesh.live.errors import LiveError, LogUnavailable
 from hivemesh.live.log import CommandLog
 from hivemesh.thrift.server import connection
 
-__all__ = ["LiveCatalog"]
+__all__ = ["LiveCatalog", "OwnerTxns"]
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +50,33 @@ ProposalObserver = Callable[[str, str], None]
 "refused")."""
 
 
+class OwnerTxns(TxnRouter):
+    """The txn and lock calls of a live proxy: those naming a table of a live database whose rule's
+    ``acid_owner`` is another zone go to that zone's metastore (a federated member named after the
+    zone, exposing no database to reads), paired with a transaction of this zone's metastore as
+    the federation proxy pairs them; every other txn call stays in this zone."""
+
+    def __init__(self, fed: LiveCatalog, indexes: MemberIndexes) -> None:
+        super().__init__(fed, indexes)
+        self.live_fed = fed
+
+    def _resolve_db(self, db: str) -> tuple[Member, str]:
+        name = split_catalog(db)[1].lower()
+        rule = self.live_fed.live.rule_for(name)
+        if rule is not None and rule.acid_owner != self.live_fed.zone:
+            owner = self.live_fed.registry.member(rule.acid_owner)
+            if owner is None:  # cannot happen with a validated config: every zone is a member
+                raise MetaException(
+                    f"hivemesh live: acid_owner zone {rule.acid_owner} of rule {rule.name!r} unknown"
+                )
+            return owner, name
+        return super()._resolve_db(db)
+
+
 class LiveCatalog(Federation):
-    """The catalog a live proxy serves (see the module doc). ``registry``: one member, the zone's
-    metastore; ``live``: the ``live:`` section; ``zone``: this zone's name; ``log``/``applier``:
+    """The catalog a live proxy serves (see the module doc). ``registry``: the zone's metastore as
+    the primary, and as federated members (exposing no database) the ``acid_owner`` zones of the
+    rules owned elsewhere, for their txn calls (:class:`OwnerTxns`); ``live``: the ``live:`` section; ``zone``: this zone's name; ``log``/``applier``:
     the command log and this zone's applier; ``wait_s``: how long a proposing call waits for this
     zone to apply its command, seconds."""
 
@@ -71,6 +96,7 @@ class LiveCatalog(Federation):
         super().__init__(registry, None, indexes, observe)
         self.live = live
         self.zone = zone
+        self.txns = OwnerTxns(self, indexes)
         self.command_log = log
         self.applier = applier
         self.wait_s = wait_s

@@ -26,7 +26,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from hivemesh.client.metastore import MetastoreClient
 from hivemesh.config import ConfigError
 from hivemesh.errors import HivemeshError
-from hivemesh.federation.config import AccessControl, MemberConfig, ProxySettings
+from hivemesh.federation.config import AccessControl, DatabaseResolution, MemberConfig, ProxySettings
 from hivemesh.federation.factory import build_member
 from hivemesh.federation.health import HealthPoller
 from hivemesh.federation.members import MemberIndexes
@@ -81,16 +81,18 @@ class LiveMetrics(ProxyMetrics):
         self.position.set(outcome.position)
 
 
-def zone_member_config(cfg: LiveFile, zone: str) -> MemberConfig:
+def zone_member_config(cfg: LiveFile, zone: str, *, exposes: bool = True) -> MemberConfig:
     """The federation member of ``zone``'s metastore (its URIs, TLS and Kerberos settings), open
-    to every read and write."""
+    to every read and write; ``exposes=False``: mapping no database (an ``acid_owner`` zone,
+    reached for txn calls only)."""
     z = cfg.zones[zone]
     uris = [u.strip() for u in z.metastore.split(",") if u.strip()]
     tls = {k: getattr(z, k) for k in ("tls", "tls_ca", "tls_cert", "tls_key", "tls_verify_hostname")}
     return MemberConfig(
         name=zone,
         uris=uris,
-        access_control=AccessControl.READ_AND_WRITE_AND_CREATE,  # the zone's own metastore: clients may write
+        access_control=AccessControl.READ_AND_WRITE_AND_CREATE,  # clients may write
+        mapped_databases=None if exposes else [],
         kerberos_principal=z.kerberos_principal,
         **tls,
     )
@@ -118,7 +120,11 @@ class LiveService:
                 f"{config_path}: unknown zone {zone!r} (zones: {', '.join(sorted(self.cfg.zones)) or 'none'})"
             )
         self.zone = zone
-        self.settings = ProxySettings(host=host, port=port, metrics_port=metrics_port)
+        # MANUAL: a database is the primary's unless a federated member maps it, and the acid_owner
+        # members map none, so every read stays in this zone
+        self.settings = ProxySettings(
+            host=host, port=port, metrics_port=metrics_port, database_resolution=DatabaseResolution.MANUAL
+        )
         self.wait_s = wait_s if wait_s is not None else self.cfg.live.max_apply_lag_s
         self.metrics = LiveMetrics()
         self.log: CommandLog | None = None
@@ -159,8 +165,13 @@ class LiveService:
             raise LiveStartupError(f"zone {self.zone}: {e}") from e
         indexes = MemberIndexes()
         member = build_member(zone_member_config(self.cfg, self.zone), "primary", self.settings, indexes)
+        owners = sorted({r.acid_owner for r in live.rules} - {self.zone})
+        federated = [
+            build_member(zone_member_config(self.cfg, z, exposes=False), "federated", self.settings, indexes)
+            for z in owners
+        ]
         self.catalog = LiveCatalog(
-            Registry(self.settings, member, []),
+            Registry(self.settings, member, federated),
             indexes,
             live=live,
             zone=self.zone,
@@ -232,7 +243,8 @@ class LiveService:
             self.applier.stop()
         if self.catalog is not None:
             self.catalog.close()
-            self.catalog.registry.primary.close()
+            for m in self.catalog.registry.members:
+                m.close()
         if self.log is not None:
             self.log.close()
 
