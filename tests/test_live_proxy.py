@@ -347,3 +347,56 @@ def test_txns_of_live_acid_tables_go_to_the_acid_owner_zone(mesh: Mesh) -> None:
     assert high_water_mark(west) == 0  # none was allocated in the writing zone
     with west.direct() as c:
         assert c.get_table("fin_acid", "acid_orders").parameters["transactional"] == "true"
+
+
+def test_data_reaches_a_zone_before_the_metadata_that_shows_it(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with east.via_proxy() as c:
+        c.create_database(Database(name="fin_data"))
+        c.create_table(table("fin_data", "events"))
+        c.create_table(table("fin_data", "totals", partitioned=False))
+    mesh.wait_caught_up()
+    east_dir = Path(east.live_path) / "fin_data.db"
+    west_dir = Path(west.live_path) / "fin_data.db"
+    part = east_dir / "events" / "ds=2026-11-27"
+    part.mkdir(parents=True)
+    (part / "part-0.orc").write_bytes(b"rows of the 27th" * 1000)
+    (east_dir / "totals").mkdir(parents=True, exist_ok=True)
+    (east_dir / "totals" / "part-0.csv").write_text("1,2\n")
+    seen: dict[str, bool] = {}
+
+    def watch_west() -> None:  # at the first moment west's metastore shows the partition, its files are there
+        with west.direct() as c:
+            for _ in range(400):
+                if c.get_partition_names("fin_data", "events", -1):
+                    seen["files"] = (west_dir / "events" / "ds=2026-11-27" / "part-0.orc").exists()
+                    return
+                threading.Event().wait(0.01)
+
+    watcher = threading.Thread(target=watch_west)
+    watcher.start()
+    with east.via_proxy() as c:
+        c.add_partitions(
+            [Partition(values=["2026-11-27"], dbName="fin_data", tableName="events", parameters={})]
+        )
+        t = c.get_table("fin_data", "totals")
+        t.parameters["numFiles"] = "1"  # what an INSERT's statistics update looks like
+        c.alter_table("fin_data", "totals", t)
+    watcher.join(10)
+    mesh.wait_caught_up()
+    assert seen == {"files": True}
+    assert (west_dir / "events" / "ds=2026-11-27" / "part-0.orc").read_bytes() == b"rows of the 27th" * 1000
+    assert (west_dir / "totals" / "part-0.csv").read_text() == "1,2\n"
+    # an INSERT OVERWRITE: the old file replaced; the next statistics update mirrors it
+    (east_dir / "totals" / "part-0.csv").unlink()
+    (east_dir / "totals" / "part-1.csv").write_text("3,4\n")
+    with east.via_proxy() as c:
+        t = c.get_table("fin_data", "totals")
+        t.parameters["numFiles"] = "1"
+        t.parameters["totalSize"] = "4"
+        c.alter_table("fin_data", "totals", t)
+    mesh.wait_caught_up()
+    assert sorted(p.name for p in (west_dir / "totals").iterdir()) == ["part-1.csv"]
+    assert sorted(p.name for p in (east_dir / "totals").iterdir()) == [
+        "part-1.csv"
+    ]  # the source is untouched

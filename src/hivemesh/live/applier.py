@@ -8,6 +8,9 @@ the zone's metastore and stores the new position before taking the next command.
 - **Deterministic outcomes** (an HMS exception: AlreadyExists, NoSuchObject, InvalidOperation,
   MetaException; a TApplicationException) are the command's answer, the same in every zone: the
   applier records it and goes on.
+- **Data before metadata**: a command proposed in another zone that makes files visible has them
+  copied from that zone first (:mod:`hivemesh.live.data`); a copy that fails is retried like an
+  environmental error.
 - **Environmental errors** (the metastore unreachable, a broken connection) are retried, after a
   growing pause (0.2 s up to 5 s), on the same command: the zone falls behind, and its proxy
   refuses writes once the lag passes ``max_apply_lag_s``. When a connection broke during the call,
@@ -41,6 +44,7 @@ from hivemesh.client.metastore import TRANSPORT_ERRORS, MetastoreClient
 from hivemesh.hive.hms_methods import returns_value
 from hivemesh.live.commands import decode, for_zone, named_objects
 from hivemesh.live.config import LiveRule
+from hivemesh.live.data import DataCopier
 from hivemesh.live.errors import InvalidCommand, LiveError, LogCompacted
 from hivemesh.live.log import CommandLog, Entry
 
@@ -85,7 +89,8 @@ class Applier:
     """Applies the command log to zone ``zone``'s metastore (see the module doc).
 
     ``log``: the command log; ``rules``: the live rules by name; ``client``: a client of the
-    zone's metastore (not connected yet is fine; reconnected after transport errors). Runs in a
+    zone's metastore (not connected yet is fine; reconnected after transport errors); ``copier``:
+    brings the files a command makes visible from its proposing zone first (None: metadata only). Runs in a
     thread of its own after :meth:`start`; :meth:`stop` ends it. Thread-safe."""
 
     def __init__(
@@ -96,12 +101,14 @@ class Applier:
         client: MetastoreClient,
         *,
         on_apply: Callable[[Outcome, float], None] | None = None,
+        copier: DataCopier | None = None,
     ) -> None:
         self.log = log
         self.rules = dict(rules)
         self.zone = zone
         self.client = client
         self.on_apply = on_apply
+        self.copier = copier
         self.position = 0
         """The last position applied in this zone (0: none yet)."""
         self.applied = 0
@@ -234,7 +241,21 @@ class Applier:
         attempted = marker is not None  # a call may have been made before a crash or a broken connection
         turn = 0
         uncertain = False  # a call may have taken effect and the notification log cannot tell
+        copied = self.copier is None or marker is not None  # a marked command copied its data before
         while not self._stop.is_set():
+            if not copied:
+                assert self.copier is not None
+                try:
+                    self.copier.copy(command, rule)
+                    copied = True
+                except (OSError, ValueError) as e:
+                    self.last_error = (
+                        f"copying the data of position {entry.position} from zone {command.zone}: {e}"
+                    )
+                    log.warning("zone %s: %s; retrying", self.zone, self.last_error)
+                    self._stop.wait(_PAUSES[min(turn, len(_PAUSES) - 1)])
+                    turn += 1
+                    continue
             try:
                 if attempted:
                     uncertain = event_id is None or objects is None

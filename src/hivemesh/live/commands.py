@@ -3,8 +3,8 @@ command every zone can apply the same way.
 
 A command is a JSON object (stored by :class:`hivemesh.live.log.CommandLog`)::
 
-    {"v": 1, "method": "create_table", "args": "<base64>", "rule": "sales", "zone": "onprem",
-     "user": "alice", "time_ms": 1764288000123}
+    {"v": 1, "method": "add_partitions", "args": "<base64>", "rule": "sales", "zone": "onprem",
+     "user": "alice", "time_ms": 1764288000123, "data": ["sales.db/orders/ds=2026-11-27"]}
 
 ``args`` is the method's ``<method>_args`` Thrift struct in the binary protocol (TBinaryProtocol),
 base64-encoded, with everything that would differ per zone pinned by the proposer:
@@ -56,6 +56,7 @@ __all__ = [
     "named_objects",
     "neutral_location",
     "pin",
+    "structs",
 ]
 
 VERSION = 1
@@ -119,6 +120,9 @@ class Command:
     zone: str
     user: str
     time_ms: int
+    data: tuple[str, ...] = ()
+    """Directories (zone-neutral relative paths) whose files the command makes visible: every
+    other zone copies them from the proposing zone before applying it (:mod:`hivemesh.live.data`)."""
 
 
 def encode(command: Command) -> dict[str, Any]:
@@ -133,6 +137,7 @@ def encode(command: Command) -> dict[str, Any]:
         "zone": command.zone,
         "user": command.user,
         "time_ms": command.time_ms,
+        "data": list(command.data),
     }
 
 
@@ -147,10 +152,19 @@ def decode(raw: bytes) -> Command:
         if method not in PROPOSED:
             raise InvalidCommand(f"command names {method!r}, not a method live proxies propose")
         args = args_struct(method)()
-        data = base64.b64decode(obj["args"], validate=True)
-        args.read(TBinaryProtocol.TBinaryProtocolAccelerated(TTransport.TMemoryBuffer(data)))
+        raw_args = base64.b64decode(obj["args"], validate=True)
+        args.read(TBinaryProtocol.TBinaryProtocolAccelerated(TTransport.TMemoryBuffer(raw_args)))
+        data = obj.get("data") or []
+        if not isinstance(data, list) or not all(isinstance(d, str) for d in data):
+            raise InvalidCommand(f"command data must be a list of paths, got {data!r}")
         return Command(
-            method, args, str(obj["rule"]), str(obj["zone"]), str(obj["user"]), int(obj["time_ms"])
+            method,
+            args,
+            str(obj["rule"]),
+            str(obj["zone"]),
+            str(obj["user"]),
+            int(obj["time_ms"]),
+            tuple(data),
         )
     except InvalidCommand:
         raise
@@ -159,23 +173,23 @@ def decode(raw: bytes) -> Command:
 
 
 # ------------------------------------------------------------------------------------ walking
-def _structs(value: Any) -> Iterable[Any]:
+def structs(value: Any) -> Iterable[Any]:
     """``value`` and every Thrift struct inside it (fields, lists, sets, map values), depth first."""
     if isinstance(value, list | tuple | set | frozenset):
         for v in value:
-            yield from _structs(v)
+            yield from structs(v)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _structs(v)
+            yield from structs(v)
     elif hasattr(type(value), "thrift_spec"):
         yield value
         for spec in type(value).thrift_spec or ():
             if spec is not None:
-                yield from _structs(getattr(value, spec[2], None))
+                yield from structs(getattr(value, spec[2], None))
 
 
 def _map_locations(args: Any, fn: Callable[[str], str]) -> None:
-    for s in _structs(args):
+    for s in structs(args):
         for name in _LOCATION_FIELDS:
             v = getattr(s, name, None)
             if isinstance(v, str) and v:
@@ -215,7 +229,7 @@ def pin(
 
     _map_locations(args, to_neutral)
     create = is_create(method)
-    for s in _structs(args):
+    for s in structs(args):
         if isinstance(s, Database) and create:
             if not s.locationUri:
                 s.locationUri = NEUTRAL + f"{s.name.lower()}.db"

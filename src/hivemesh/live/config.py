@@ -193,6 +193,12 @@ class LiveConfig(BaseModel):
     max_apply_lag_s: float = Field(
         30.0, gt=0, description="how far, in seconds, a zone may fall behind the command log"
     )
+    store: str = Field(
+        "sqlite:///hivemesh-data/live.db",
+        description="SQLAlchemy URL of the zone's file ledger (which files it copied, so unchanged files "
+        "are not checksummed again); relative SQLite paths are relative to the mesh.yaml",
+    )
+    copy_threads: int = Field(8, ge=1, le=256, description="files a zone copies at once")
 
     def rule_for(self, database: str) -> LiveRule | None:
         """The rule database ``database`` (any case) is live under, or None when it is not live.
@@ -368,6 +374,9 @@ def load_live_config(path: str | os.PathLike[str]) -> LiveFile:
     base = Path(path).parent
     raw = anchor_file_paths(read_yaml(path), base)
     live = raw.get("live")
-    if isinstance(live, dict) and isinstance(live.get("etcd"), dict):
-        raw["live"] = {**live, "etcd": anchor_paths(live["etcd"], TLS_FILE_KEYS, base)}
+    if isinstance(live, dict):
+        live = anchor_paths(live, ("store",), base)
+        if isinstance(live.get("etcd"), dict):
+            live = {**live, "etcd": anchor_paths(live["etcd"], TLS_FILE_KEYS, base)}
+        raw["live"] = live
     return parse_live_config(raw, str(path))

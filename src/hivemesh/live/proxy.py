@@ -24,9 +24,10 @@ import getpass
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, cast
 
-from hive_metastore.ttypes import MetaException
+from hive_metastore.ttypes import MetaException, Table
 
 from hivemesh.federation.handler import Federation
 from hivemesh.federation.members import Member, MemberIndexes
@@ -37,6 +38,7 @@ from hivemesh.hive.hms_methods import args_struct
 from hivemesh.live.applier import Applier
 from hivemesh.live.commands import PROPOSED, encode, neutral_location, pin
 from hivemesh.live.config import LiveConfig, LiveRule
+from hivemesh.live.data import data_dirs
 from hivemesh.live.errors import LiveError, LogUnavailable
 from hivemesh.live.log import CommandLog
 from hivemesh.thrift.server import connection
@@ -186,6 +188,7 @@ class LiveCatalog(Federation):
         except MetaException:
             self._observed(method, "refused")
             raise
+        command = replace(command, data=data_dirs(method, args, rule, self.zone, self._table))
         request_id = f"{self.zone}.{uuid.uuid4().hex}"
         waiter = self.applier.expect(request_id)
         try:
@@ -227,6 +230,13 @@ class LiveCatalog(Federation):
     def _observed(self, method: str, outcome: str) -> None:
         if self.observe_proposal is not None:
             self.observe_proposal(method, outcome)
+
+    def _table(self, db: str, name: str) -> Table | None:
+        """Table ``db.name`` of this zone's metastore (None when it cannot be read)."""
+        try:
+            return cast(Table, self.call_member(self.registry.primary, "get_table", [db, name]))
+        except Exception:  # unknown table: the write answers for itself
+            return None
 
     def _database_location(self, rule: LiveRule) -> Callable[[str], str | None]:
         def location(name: str) -> str | None:

@@ -34,8 +34,10 @@ from hivemesh.federation.metrics import HealthServer, ProxyMetrics
 from hivemesh.federation.routing import Registry
 from hivemesh.live.applier import Applier, Outcome
 from hivemesh.live.config import LiveFile, load_live_config
+from hivemesh.live.data import DataCopier
 from hivemesh.live.log import CommandLog
 from hivemesh.live.proxy import LiveCatalog
+from hivemesh.replication.state import ReplicationStore
 from hivemesh.thrift.processor import HMSProcessor
 from hivemesh.thrift.server import ThriftServer
 
@@ -128,6 +130,8 @@ class LiveService:
         self.wait_s = wait_s if wait_s is not None else self.cfg.live.max_apply_lag_s
         self.metrics = LiveMetrics()
         self.log: CommandLog | None = None
+        self.store: ReplicationStore | None = None
+        self.copier: DataCopier | None = None
         self.applier: Applier | None = None
         self.catalog: LiveCatalog | None = None
         self.server: ThriftServer | None = None
@@ -155,8 +159,19 @@ class LiveService:
             tls=zcfg.tls_context(),
             kerberos=zcfg.kerberos_initiator(),
         )
+        try:
+            self.store = ReplicationStore(live.store)
+        except Exception as e:
+            self.log.close()
+            raise LiveStartupError(f"live.store {live.store}: cannot open it: {e}") from e
+        self.copier = DataCopier(self.cfg, self.zone, self.store, live.copy_threads)
         applier = Applier(
-            self.log, {r.name: r for r in live.rules}, self.zone, client, on_apply=self.metrics.observe_apply
+            self.log,
+            {r.name: r for r in live.rules},
+            self.zone,
+            client,
+            on_apply=self.metrics.observe_apply,
+            copier=self.copier,
         )
         try:
             self.applier = applier.start(timeout_s=live.etcd.timeout_s * 2)
@@ -229,6 +244,7 @@ class LiveService:
             "lag_s": round(lag, 3),
             "last_error": self.applier.last_error,
             "needs_resync": self.applier.needs_resync is not None,
+            "copying": self.copier.copying if self.copier is not None else None,
         }
 
     def stop(self) -> None:
@@ -245,6 +261,10 @@ class LiveService:
             self.catalog.close()
             for m in self.catalog.registry.members:
                 m.close()
+        if self.copier is not None:
+            self.copier.close()
+        if self.store is not None:
+            self.store.dispose()
         if self.log is not None:
             self.log.close()
 
