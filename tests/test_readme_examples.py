@@ -6,7 +6,8 @@ opening fence (``yaml-L115``):
 - ``yaml``: validated by the loader of each section it has (``metastore:`` by
   :func:`hivemesh.config.load_config`, ``proxy:``/``primary:``/``federated:`` by
   :func:`hivemesh.federation.config.load_federation_config`, ``zones:``/``replication:`` by
-  :func:`hivemesh.replication.config.load_replication_config`) from a file; a fragment (a lone
+  :func:`hivemesh.replication.config.load_replication_config`, ``zones:``/``live:`` by
+  :func:`hivemesh.live.config.load_live_config`) from a file; a fragment (a lone
   member, a list of policies) is first wrapped into the smallest whole configuration of its kind.
 - ``bash``/``sh``/``console``: every ``hivemesh`` command line parses with the real click command
   tree (subcommands exist, every option is one of that command's, no stray arguments); every
@@ -139,6 +140,7 @@ def blocks_of(*langs: str) -> list[Any]:
 METASTORE_KEYS = {"metastore"}
 PROXY_KEYS = {"proxy", "primary", "federated"}
 REPLICATION_KEYS = {"zones", "replication"}
+LIVE_KEYS = {"live"}
 MEMBER_KEYS = {"uris", "embedded", "glue_config"}
 POLICY_KEYS = {"source", "target", "databases"}
 MIN_PRIMARY = {"name": "readme_primary", "uris": ["thrift://primary.example:9083"]}
@@ -160,7 +162,7 @@ def whole_config(data: Any) -> dict[str, Any]:
     """``data`` (a parsed YAML block) as a whole mesh.yaml: as it is when its top-level keys are
     sections, else the fragment (a member, a list of members, a policy, a list of policies) in the
     smallest configuration of its kind. Raises Unclassified."""
-    if isinstance(data, dict) and data and data.keys() <= METASTORE_KEYS | PROXY_KEYS | REPLICATION_KEYS:
+    if isinstance(data, dict) and data and data.keys() <= METASTORE_KEYS | PROXY_KEYS | REPLICATION_KEYS | LIVE_KEYS:
         return data
     items = data if isinstance(data, list) else [data]
     if items and all(_is_member(m) for m in items):
@@ -184,6 +186,7 @@ def validate_yaml(text: str, tmp: Path) -> list[str]:
     Raises ConfigError (invalid), Unclassified, or yaml.YAMLError."""
     from hivemesh.config import load_config
     from hivemesh.federation.config import load_federation_config
+    from hivemesh.live.config import load_live_config
     from hivemesh.replication.config import load_replication_config
 
     cfg = whole_config(yaml.safe_load(text))
@@ -200,7 +203,14 @@ def validate_yaml(text: str, tmp: Path) -> list[str]:
         path.write_text(yaml.safe_dump(section), encoding="utf-8")
         load_federation_config(path)
         checked.append("proxy")
-    if cfg.keys() & REPLICATION_KEYS:
+    if cfg.keys() & LIVE_KEYS:
+        path = tmp / "live.yaml"
+        path.write_text(
+            yaml.safe_dump({k: v for k, v in cfg.items() if k in REPLICATION_KEYS | LIVE_KEYS}), encoding="utf-8"
+        )
+        load_live_config(path)
+        checked.append("live")
+    if "replication" in cfg or (cfg.keys() & REPLICATION_KEYS and "live" not in cfg):
         path = tmp / "replication.yaml"
         path.write_text(
             yaml.safe_dump({k: v for k, v in cfg.items() if k in REPLICATION_KEYS}), encoding="utf-8"
