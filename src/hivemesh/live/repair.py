@@ -26,8 +26,9 @@ after the writes before them and before the writes after them. Steps (:func:`rep
      ``delete_partition_column_statistics``. **No command ever deletes data files.**
 
    Definitions travel without ids, write ids, catalog names and grants (see
-   :data:`hivemesh.live.check.EXCLUDED_FIELDS`); a column statistics' ``lastAnalyzed`` is the
-   repair's clock, the same in every zone.
+   :data:`hivemesh.live.check.EXCLUDED_FIELDS`). Column statistics are sent with the repair's
+   clock as ``lastAnalyzed`` (the statistics calls the check compares do not return it, and
+   metastores, Hive's and hivemesh's, record their own time of the update anyway).
 3. Append the commands under request ids ``repair.<uuid>.<n>``, wait until every zone's stored
    position (:meth:`hivemesh.live.log.CommandLog.zone_states`) has passed the last one (zones that
    do not within the timeout are reported), and run the check again.
