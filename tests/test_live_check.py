@@ -5,7 +5,8 @@ to one zone's metastore (a new table, a changed column, an extra partition, a dr
 changed column statistics) are found by ``check`` (exit 1, naming object and zone) and mended by
 ``repair --from`` the right zone through the command log, after which ``check`` exits 0 again and
 the data files under both zones' rule paths are untouched. A location outside a zone's rule path
-is a difference in itself; a zone whose metastore cannot be reached stops the check (exit 2).
+is a difference in itself; a zone whose metastore cannot be reached stops the check (exit 2); a
+zone whose applier is down is reported as not having applied the repair, and applies it once back.
 """
 
 from __future__ import annotations
@@ -253,3 +254,27 @@ def test_a_database_one_zone_lacks_is_created_with_its_contents_or_dropped_witho
     assert files(mesh) == before  # fin_gone's files stay in west
     after = report(live(mesh, "check", "--json"), 0)
     assert after["compared"]["partition_column_statistics"] >= 1
+
+
+def test_a_zone_that_is_down_gets_the_repair_when_it_comes_back(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with west.direct() as c:
+        c.create_database(Database(name="fin_late", locationUri=f"{west.live_path}/fin_late.db"))
+    mesh.stop_proxy("west")  # west's applier stops: it cannot apply the repair now
+    try:
+        out = report(live(mesh, "repair", "--from", "east", "fin_late", "--timeout", "1", "--json"), 1)
+        assert list(out["lagging"]) == ["west"] and [c["method"] for c in out["commands"]] == [
+            "drop_database"
+        ]
+        text = live(mesh, "repair", "--from", "east", "fin_late", "--timeout", "1")
+        assert text.exit_code == 1 and "zone west did not apply the repair within 1s" in text.output, (
+            text.output
+        )
+    finally:
+        mesh.start_proxy("west")
+    mesh.wait_caught_up()
+    with west.direct() as c:
+        assert "fin_late" not in c.get_all_databases()
+    report(live(mesh, "check", "--json"), 0)
+    with east.direct() as c:
+        assert "fin_late" not in c.get_all_databases()
