@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
 from hive_metastore.ttypes import (
     AllocateTableWriteIdsRequest,
@@ -33,145 +30,18 @@ from hive_metastore.ttypes import (
     NoSuchObjectException,
     OpenTxnRequest,
     Partition,
-    SerDeInfo,
-    StorageDescriptor,
-    Table,
 )
 
 from hivemesh.cli import main
-from hivemesh.config import MetastoreConfig
 from hivemesh.hive.txn_lists import ValidTxnList
-from hivemesh.live.service import LiveService
-from hivemesh.metastore.service import MetastoreService
 from tests.support.etcd import EtcdCluster
-from tests.support.servers import ThriftClient
-
-ZONES = ("east", "west")
-
-
-@dataclass
-class Zone:
-    name: str
-    root: Path
-    metastore: MetastoreService
-    proxy: LiveService | None = None
-
-    @property
-    def live_path(self) -> str:
-        return str(self.root / "live")
-
-    def direct(self) -> ThriftClient:
-        assert self.metastore.server is not None
-        return ThriftClient("127.0.0.1", self.metastore.server.port)
-
-    def via_proxy(self) -> ThriftClient:
-        assert self.proxy is not None and self.proxy.server is not None
-        return ThriftClient("127.0.0.1", self.proxy.server.port)
-
-
-def _metastore(root: Path, port: int = 0) -> MetastoreService:
-    cfg = MetastoreConfig(db=f"sqlite:///{root / 'ms.db'}", warehouse=str(root / "wh"), port=port)  # type: ignore[arg-type]
-    return MetastoreService(cfg).start()
-
-
-@dataclass
-class Mesh:
-    config: Path
-    zones: dict[str, Zone]
-
-    def start_proxy(self, name: str) -> LiveService:
-        z = self.zones[name]
-        z.proxy = LiveService(self.config, name, port=0, metrics_port=0, wait_s=20.0).start()
-        return z.proxy
-
-    def stop_proxy(self, name: str) -> None:
-        z = self.zones[name]
-        if z.proxy is not None:
-            z.proxy.stop()
-            z.proxy = None
-
-    def wait_caught_up(self, timeout_s: float = 20.0) -> None:
-        """Every running applier at the log's head."""
-        import time
-
-        deadline = time.monotonic() + timeout_s
-        while True:
-            proxies = [z.proxy for z in self.zones.values() if z.proxy is not None]
-            assert proxies and proxies[0].log is not None
-            head, _ = proxies[0].log.head()
-            if all(p.applier is not None and p.applier.position >= head for p in proxies):
-                return
-            assert time.monotonic() < deadline, (
-                f"appliers not at head {head}: {[p.applier.position for p in proxies if p.applier]}"
-            )
-            time.sleep(0.05)
+from tests.support.live import Mesh, Zone, live_mesh, sd, table
 
 
 @pytest.fixture(scope="module")
 def mesh(etcd_cluster: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
-    base = tmp_path_factory.mktemp("live")
-    zones: dict[str, Zone] = {}
-    for name in ZONES:
-        root = base / name
-        root.mkdir()
-        zones[name] = Zone(name, root, _metastore(root))
-    config = base / "mesh.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "zones": {
-                    z.name: {"metastore": z.metastore.uri, "warehouse": str(z.root / "wh")}
-                    for z in zones.values()
-                },
-                "live": {
-                    "etcd": {
-                        "endpoints": etcd_cluster.endpoints,
-                        "prefix": f"/hivemesh-test/live-{uuid.uuid4().hex[:8]}",
-                    },
-                    "rules": [
-                        {
-                            "name": "sales",
-                            "databases": ["sales", "fin_.*"],
-                            "tables": {"fin_q": ["live_.*"]},
-                            "paths": {z.name: z.live_path for z in zones.values()},
-                            "acid_owner": "east",
-                        }
-                    ],
-                    "max_apply_lag_s": 10,
-                },
-            }
-        )
-    )
-    m = Mesh(config, zones)
-    for name in ZONES:
-        m.start_proxy(name)
-    yield m
-    for name in ZONES:
-        m.stop_proxy(name)
-    for z in zones.values():
-        z.metastore.stop()
-
-
-def sd(location: str | None = None) -> StorageDescriptor:
-    return StorageDescriptor(
-        cols=[FieldSchema("id", "bigint", None), FieldSchema("name", "string", None)],
-        location=location,
-        inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
-        outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
-        serdeInfo=SerDeInfo(None, "org.apache.hadoop.hive.ql.io.orc.OrcSerde", {"serialization.format": "1"}),
-    )
-
-
-def table(db: str, name: str, location: str | None = None, partitioned: bool = True) -> Table:
-    return Table(
-        tableName=name,
-        dbName=db,
-        owner="alice",
-        sd=sd(location),
-        partitionKeys=[FieldSchema("ds", "string", None)] if partitioned else [],
-        tableType="EXTERNAL_TABLE",
-        parameters={"EXTERNAL": "TRUE"},
-    )
+    with live_mesh(etcd_cluster, tmp_path_factory.mktemp("live")) as m:
+        yield m
 
 
 def canonical(z: Zone, db: str) -> dict[str, Any]:

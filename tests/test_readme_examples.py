@@ -162,7 +162,11 @@ def whole_config(data: Any) -> dict[str, Any]:
     """``data`` (a parsed YAML block) as a whole mesh.yaml: as it is when its top-level keys are
     sections, else the fragment (a member, a list of members, a policy, a list of policies) in the
     smallest configuration of its kind. Raises Unclassified."""
-    if isinstance(data, dict) and data and data.keys() <= METASTORE_KEYS | PROXY_KEYS | REPLICATION_KEYS | LIVE_KEYS:
+    if (
+        isinstance(data, dict)
+        and data
+        and data.keys() <= METASTORE_KEYS | PROXY_KEYS | REPLICATION_KEYS | LIVE_KEYS
+    ):
         return data
     items = data if isinstance(data, list) else [data]
     if items and all(_is_member(m) for m in items):
@@ -206,7 +210,8 @@ def validate_yaml(text: str, tmp: Path) -> list[str]:
     if cfg.keys() & LIVE_KEYS:
         path = tmp / "live.yaml"
         path.write_text(
-            yaml.safe_dump({k: v for k, v in cfg.items() if k in REPLICATION_KEYS | LIVE_KEYS}), encoding="utf-8"
+            yaml.safe_dump({k: v for k, v in cfg.items() if k in REPLICATION_KEYS | LIVE_KEYS}),
+            encoding="utf-8",
         )
         load_live_config(path)
         checked.append("live")

@@ -67,6 +67,7 @@ __all__ = [
     "PARTITION_BATCH",
     "Difference",
     "compare",
+    "describe_differences",
     "summarize",
     "to_json",
 ]
@@ -167,7 +168,7 @@ def _field_diffs(path: str, a: Any, b: Any, out: list[str]) -> None:
         out.append(f"{path}: {_short(a)} != {_short(b)}")
 
 
-def _detail(pairs: Iterable[tuple[str, Any, Any]]) -> str:
+def describe_differences(pairs: Iterable[tuple[str, Any, Any]]) -> str:
     """The differences of ``(field, source value, target value)`` pairs as one line ("" when
     equal); at most :data:`MAX_DETAILS` fields named."""
     out: list[str] = []
@@ -296,7 +297,7 @@ class _Verifier:
     def database(self, name: str) -> None:
         """Compare database ``name`` on both sides (it exists on both), then its functions and tables."""
         s, t = self.source.get_database(name), self.target.get_database(name)
-        detail = _detail(
+        detail = describe_differences(
             [
                 *_same_fields(s, t, "description", "parameters", "ownerName", "ownerType"),
                 ("locationUri", _location(self.relocate(s.locationUri)), _location(t.locationUri)),
@@ -336,7 +337,9 @@ class _Verifier:
                 self.add("missing", "function", f"{db}.{fn}", "absent at the target")
                 continue
             s, t = self.source.get_function(db, fn), self.target.get_function(db, fn)
-            detail = _detail(_same_fields(s, t, "className", "functionType", "resourceUris", "ownerName"))
+            detail = describe_differences(
+                _same_fields(s, t, "className", "functionType", "resourceUris", "ownerName")
+            )
             if detail:
                 self.add("different", "function", f"{db}.{fn}", detail)
 
@@ -346,7 +349,7 @@ class _Verifier:
         qualified = f"{db}.{name}"
         self.status(f"table {qualified}")
         s, t = self.source.get_table(db, name), self.target.get_table(db, name)
-        detail = _detail(
+        detail = describe_differences(
             [
                 *_same_fields(s, t, "tableType", "owner"),
                 *_sd_pairs(s.sd, t.sd, self.relocate),
@@ -375,7 +378,7 @@ class _Verifier:
             if other is None:
                 self.add("missing", "column_statistics", f"{db}.{name}.{col}", "absent at the target")
                 continue
-            detail = _detail(_same_fields(obj, other, "colType", "statsData"))
+            detail = describe_differences(_same_fields(obj, other, "colType", "statsData"))
             if detail:
                 self.add("different", "column_statistics", f"{db}.{name}.{col}", detail)
 
@@ -426,7 +429,7 @@ class _Verifier:
 
     def partition(self, name: str, s: Any, t: Any) -> None:
         """Compare one partition present on both sides (``name``: ``db.table/partition name``), then its files."""
-        detail = _detail(
+        detail = describe_differences(
             [
                 *_sd_pairs(s.sd, t.sd, self.relocate),
                 ("parameters", _parameters(s.parameters), _parameters(t.parameters)),
