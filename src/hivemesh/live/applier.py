@@ -123,6 +123,7 @@ class Applier:
         self._waiters: dict[str, Waiter] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._applying = False
         self._started = threading.Event()
         self._thread: threading.Thread | None = None
         self._follower: Any = None
@@ -167,13 +168,17 @@ class Applier:
         return self
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop applying (the command being applied finishes first) and close the client."""
+        """Stop applying (a command being applied finishes first, within ``timeout_s`` seconds)
+        and close the client. A thread waiting on the log for the next command is not waited for:
+        it ends when its watch wakes, without applying anything."""
         self._stop.set()
         follower = self._follower
         if follower is not None:
             follower.close()
         if self._thread is not None:
-            self._thread.join(timeout_s)
+            with self._lock:
+                busy = self._applying
+            self._thread.join(timeout_s if busy else 0.05)
         self.client.close()
 
     def _run(self) -> None:
@@ -204,6 +209,17 @@ class Applier:
 
     def _take(self, entry: Entry) -> None:
         """Apply one entry, save the position, hand the outcome to its waiter."""
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self._applying = True
+        try:
+            self._take_one(entry)
+        finally:
+            with self._lock:
+                self._applying = False
+
+    def _take_one(self, entry: Entry) -> None:
         t0 = time.perf_counter()
         outcome = self._apply(entry)
         if outcome is None:  # stopped while retrying: not applied

@@ -10,7 +10,8 @@ A command is a JSON object (stored by :class:`hivemesh.live.log.CommandLog`)::
 base64-encoded, with everything that would differ per zone pinned by the proposer:
 
 - **locations** (``location``, ``locationUri``, ``managedLocationUri``, ``rootPath`` of any
-  struct: storage descriptors, databases, partition specs, create-database requests) become
+  struct: storage descriptors, databases, partition specs, create-database requests; the
+  directories of skewed values) become
   zone-neutral ``hivemesh-live:<relpath>`` paths relative to the rule's ``paths`` root of the
   proposing zone; a location outside that root is refused (another zone could not map it, and
   must never be pointed at the proposing zone's files). Missing locations are pinned: a new
@@ -194,6 +195,9 @@ def _map_locations(args: Any, fn: Callable[[str], str]) -> None:
             v = getattr(s, name, None)
             if isinstance(v, str) and v:
                 setattr(s, name, fn(v))
+        skewed = getattr(s, "skewedColValueLocationMaps", None)  # SkewedInfo: values -> directory
+        if isinstance(skewed, dict):
+            s.skewedColValueLocationMaps = {k: fn(v) if v else v for k, v in skewed.items()}
 
 
 # ------------------------------------------------------------------------------------ pinning

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -295,8 +296,17 @@ class WatchStream:
             yield cast(dict[str, Any], data.get("result", {}))
 
     def close(self) -> None:
-        """Close the stream and its connection (idempotent)."""
+        """Close the stream and its connection (idempotent). The socket is shut down first: that
+        wakes a reader blocked in another thread at once (closing the response alone waits for
+        that read to time out)."""
         self.closed = True
+        conn = getattr(self._resp.raw, "connection", None)
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
         try:
             self._resp.close()
         finally:
