@@ -174,9 +174,13 @@ def test_a_zone_that_was_down_catches_up_from_its_position(mesh: Mesh) -> None:
         with east.via_proxy() as c:
             c.create_database(Database(name="fin_later"))
             c.create_table(table("fin_later", "t1", partitioned=False))
-        result = CliRunner().invoke(main, ["live", "status", "--config", str(mesh.config), "--json"])
-        assert result.exit_code == 0, result.output
-        report = json.loads(result.output)
+        for _ in range(100):  # east stores its position within 0.2 s of going idle
+            result = CliRunner().invoke(main, ["live", "status", "--config", str(mesh.config), "--json"])
+            assert result.exit_code == 0, result.output
+            report = json.loads(result.output)
+            if report["zones"]["east"]["behind"] == 0:
+                break
+            threading.Event().wait(0.05)
         assert report["zones"]["west"]["behind"] == 2 and report["zones"]["east"]["behind"] == 0
         assert report["zones"]["west"]["lag_s"] > 0
     finally:

@@ -71,13 +71,17 @@ class Mesh:
             z.proxy = None
 
     def wait_caught_up(self, timeout_s: float = 20.0) -> None:
-        """Every running applier at the log's head."""
+        """Every running applier at the log's head, and its position stored."""
         deadline = time.monotonic() + timeout_s
         while True:
             proxies = [z.proxy for z in self.zones.values() if z.proxy is not None]
             assert proxies and proxies[0].log is not None
             head, _ = proxies[0].log.head()
-            if all(p.applier is not None and p.applier.position >= head for p in proxies):
+            stored = proxies[0].log.zone_states()
+            running = [p.zone for p in proxies]
+            if all(p.applier is not None and p.applier.position >= head for p in proxies) and all(
+                int(stored.get(z, {}).get("position", 0)) >= head for z in running
+            ):
                 return
             assert time.monotonic() < deadline, (
                 f"appliers not at head {head}: {[p.applier.position for p in proxies if p.applier]}"

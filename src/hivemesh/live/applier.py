@@ -15,8 +15,10 @@ the zone's metastore and stores the new position before taking the next command.
   growing pause (0.2 s up to 5 s), on the same command: the zone falls behind, and its proxy
   refuses writes once the lag passes ``max_apply_lag_s``. When a connection broke during the call,
   the call may have been made: the retry's error is then reported as an unknown outcome.
-- **Exactly once**: before each call the applier stores a marker (the command's position and the
-  zone metastore's newest notification event id), and after it the new position. A command found
+- **Exactly once**: before each call the applier stores a marker (the last position applied, the
+  command's position and the zone metastore's newest notification event id: one etcd write per
+  command); an idle applier stores its position within 0.2 s. The caller is answered as soon as
+  the call returns. A command found
   marked after a restart (or after a connection broke during its call) is applied only when the
   zone's notification log has no event of the objects it names after the marked id: a metastore
   writes a call's events in the call's own transaction, so an event there means the call took
@@ -53,6 +55,8 @@ __all__ = ["Applier", "Outcome", "Waiter"]
 log = logging.getLogger(__name__)
 
 _PAUSES = (0.2, 0.5, 1.0, 2.0, 5.0)
+_FLUSH_S = 0.2
+"""How soon an idle applier stores its position, seconds."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,9 @@ class Applier:
 
     ``log``: the command log; ``rules``: the live rules by name; ``client``: a client of the
     zone's metastore (not connected yet is fine; reconnected after transport errors); ``copier``:
-    brings the files a command makes visible from its proposing zone first (None: metadata only). Runs in a
+    brings the files a command makes visible from its proposing zone first (None: metadata only);
+    ``resyncer``: called when the log was compacted past this zone's position, returns the
+    position to go on from (:func:`hivemesh.live.resync.resync`; None: the zone stops applying). Runs in a
     thread of its own after :meth:`start`; :meth:`stop` ends it. Thread-safe."""
 
     def __init__(
@@ -102,6 +108,7 @@ class Applier:
         *,
         on_apply: Callable[[Outcome, float], None] | None = None,
         copier: DataCopier | None = None,
+        resyncer: Callable[[], tuple[int, str, int]] | None = None,
     ) -> None:
         self.log = log
         self.rules = dict(rules)
@@ -109,6 +116,9 @@ class Applier:
         self.client = client
         self.on_apply = on_apply
         self.copier = copier
+        self.resyncer = resyncer
+        self.resynced_from: str | None = None
+        """The zone this one was last re-synced from (by this process), else None."""
         self.position = 0
         """The last position applied in this zone (0: none yet)."""
         self.applied = 0
@@ -124,6 +134,8 @@ class Applier:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._applying = False
+        self._dirty = False  # applied past the stored position
+        self._save_lock = threading.Lock()  # a store of the position vs a command's marker
         self._started = threading.Event()
         self._thread: threading.Thread | None = None
         self._follower: Any = None
@@ -165,6 +177,7 @@ class Applier:
         log.info("zone %s: applying the command log after position %d", self.zone, self.position)
         self._thread = threading.Thread(target=self._run, name=f"live-applier-{self.zone}", daemon=True)
         self._thread.start()
+        threading.Thread(target=self._flush_loop, name=f"live-position-{self.zone}", daemon=True).start()
         return self
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -179,6 +192,10 @@ class Applier:
             with self._lock:
                 busy = self._applying
             self._thread.join(timeout_s if busy else 0.05)
+        try:
+            self._flush()
+        except Exception:  # best effort: the next start re-checks the last command by its marker
+            log.debug("zone %s: last position not stored", self.zone, exc_info=True)
         self.client.close()
 
     def _run(self) -> None:
@@ -194,8 +211,23 @@ class Applier:
             except LogCompacted as e:
                 self.needs_resync = e
                 self.last_error = str(e)
-                log.error("zone %s: %s; it stops applying until it is re-synced", self.zone, e)
-                self._stop.wait(5.0)
+                if self.resyncer is None:
+                    log.error("zone %s: %s; it stops applying until it is re-synced", self.zone, e)
+                    self._stop.wait(5.0)
+                    continue
+                log.warning("zone %s: %s; re-syncing by comparison with a healthy zone", self.zone, e)
+                try:
+                    position, source, _ = self.resyncer()
+                except (LiveError, OSError, TException) as err:
+                    self.last_error = f"re-sync failed: {err}"
+                    log.error("zone %s: %s; trying again", self.zone, self.last_error)
+                    self._stop.wait(5.0)
+                    continue
+                self.position, self.resynced_from = position, source
+                self.needs_resync = None
+                self.last_error = None
+                self._pending_since_ms = None
+                self._save()
             except LiveError as e:
                 self.last_error = str(e)
                 log.warning("zone %s: the command log: %s; retrying", self.zone, e)
@@ -208,16 +240,29 @@ class Applier:
                 self._stop.wait(1.0)
 
     def _take(self, entry: Entry) -> None:
-        """Apply one entry, save the position, hand the outcome to its waiter."""
-        with self._lock:
+        """Apply one entry and hand the outcome to its waiter (the position is stored by the next
+        command's marker, or by :meth:`_flush` once the applier is idle)."""
+        with self._save_lock:
             if self._stop.is_set():
                 return
             self._applying = True
         try:
             self._take_one(entry)
         finally:
-            with self._lock:
+            with self._save_lock:
                 self._applying = False
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(_FLUSH_S):
+            self._flush()
+
+    def _flush(self) -> None:
+        """Store the position when commands were applied since the last store and none is being
+        applied now (the marker of a command being applied must not be overwritten)."""
+        with self._save_lock:
+            if self._dirty and not self._applying:
+                self._dirty = False
+                self._save()
 
     def _take_one(self, entry: Entry) -> None:
         t0 = time.perf_counter()
@@ -227,7 +272,7 @@ class Applier:
         self.position = entry.position
         self.applied += 1
         self._pending_since_ms = None
-        self._save()
+        self._dirty = True
         with self._lock:
             waiter = self._waiters.pop(entry.request_id, None)
         if waiter is not None:
@@ -337,7 +382,12 @@ class Applier:
         """Store the position (and ``extra``: the marker of the command being applied); retried
         until stored (a zone that cannot reach etcd cannot read the log either)."""
         turn = 0
-        state = {"position": self.position, "time_ms": int(time.time() * 1000), "error": self.last_error}
+        state = {
+            "position": self.position,
+            "time_ms": int(time.time() * 1000),
+            "error": self.last_error,
+            "resynced_from": self.resynced_from,
+        }
         while True:
             try:
                 self.log.save_zone(self.zone, {**state, **(extra or {})})

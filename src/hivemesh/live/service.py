@@ -37,6 +37,7 @@ from hivemesh.live.config import LiveFile, load_live_config
 from hivemesh.live.data import DataCopier
 from hivemesh.live.log import CommandLog
 from hivemesh.live.proxy import LiveCatalog
+from hivemesh.live.resync import resync
 from hivemesh.replication.state import ReplicationStore
 from hivemesh.thrift.processor import HMSProcessor
 from hivemesh.thrift.server import ThriftServer
@@ -165,6 +166,7 @@ class LiveService:
             self.log.close()
             raise LiveStartupError(f"live.store {live.store}: cannot open it: {e}") from e
         self.copier = DataCopier(self.cfg, self.zone, self.store, live.copy_threads)
+        log_, copier, cfg = self.log, self.copier, self.cfg
         applier = Applier(
             self.log,
             {r.name: r for r in live.rules},
@@ -172,6 +174,7 @@ class LiveService:
             client,
             on_apply=self.metrics.observe_apply,
             copier=self.copier,
+            resyncer=lambda: resync(cfg, log_, self.zone, client, copier),
         )
         try:
             self.applier = applier.start(timeout_s=live.etcd.timeout_s * 2)
