@@ -1,5 +1,5 @@
 """Smoke tests of the benchmarks: ``bench/metastore.py`` and ``bench/txn.py`` with ``--quick --only sqlite``, ``bench/replication.py`` at tiny sizes,
-``bench/acid_read.py`` at scale 0.01, ``bench/delta.py`` and ``bench/acid_replication.py`` at tiny sizes.
+``bench/acid_read.py`` at scale 0.01, ``bench/delta.py``, ``bench/acid_replication.py`` and ``bench/live.py`` at tiny sizes.
 
 Checks that each script exits 0 and prints its tables with numbers; no timing is asserted.
 """
@@ -311,3 +311,50 @@ def test_acid_replication_bench_tiny_run(tmp_path: Path) -> None:
     assert results["append"]["rows"] == results["rewrite"]["rows"] == 3000
     assert results["append"]["copied_per_written"] <= 1.05
     assert results["rewrite"]["copied_per_written"] > 2
+
+
+@pytest.mark.etcd
+def test_live_bench_tiny_run(tmp_path: Path) -> None:
+    """``bench/live.py`` with tiny counts (about 12 s: its own etcd cluster, two zones, the relays
+    and the proxies start and stop): exits 0, prints a figure for every route of every measure and
+    the targets, and writes sane JSON. No figure is checked against a bound."""
+    from tests.support.etcd import require_etcd
+
+    require_etcd()
+    out_json = tmp_path / "live.json"
+    proc = subprocess.run(
+        [sys.executable, str(repo_root() / "bench" / "live.py"), "--quick", "--reads", "20", "--writes", "3",
+         "--seconds", "0.5", "--lag-samples", "2", "--writers", "4", "--delay-ms", "5", "--json", str(out_json)],
+        cwd=repo_root(), capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "250"},
+    )  # fmt: skip
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    tables: list[list[list[str]]] = []
+    for line in proc.stdout.splitlines():
+        if line.startswith("┏"):
+            tables.append([])
+        elif line.startswith(("┃", "│")) and tables:
+            tables[-1].append([c.strip() for c in re.split(r"[│┃]", line)][1:-1])
+    assert len(tables) == 2, proc.stdout
+    main, cpus = tables
+    assert main[0][:5] == ["measure", "etcd delay", "direct", "federation proxy", "live proxy"], main[0]
+    pair = re.compile(r"\d[\d,]*(?:\.\d+)? / \d[\d,]*(?:\.\d+)?")
+    reads = next(r for r in main if r[0] == "get_table, 1 client")
+    assert all(pair.fullmatch(c) for c in reads[2:5]), reads
+    for delay in ("0 ms", "5 ms"):
+        rows = {r[0]: r for r in main if r[1] == delay}
+        for op in ("create_table, 1 client", "drop_table, 1 client"):
+            assert pair.fullmatch(rows[op][2]) and pair.fullmatch(rows[op][4]), rows[op]
+            assert rows[op][6].startswith("p50 <=") and rows[op][7] in ("met", "not met"), rows[op]
+        ops = rows["DDL calls/s, 4 writers"]
+        assert NUMBER.fullmatch(ops[2]) and NUMBER.fullmatch(ops[4]) and ops[5].endswith("x"), ops
+        assert pair.fullmatch(rows["apply lag in west after east's answer"][4])
+    assert cpus[0][:3] == ["etcd delay", "route", "clients (this process)"] and len(cpus) == 5, cpus
+
+    doc = json.loads(out_json.read_text(encoding="utf-8"))
+    assert {k: v["n"] for k, v in doc["reads"].items()} == {"direct": 20, "federation": 20, "live": 20}
+    assert [c["delay_ms"] for c in doc["cases"]] == [0, 5]
+    for case in doc["cases"]:
+        for route in ("live", "direct"):
+            assert case["writes"][route]["create"]["n"] == case["writes"][route]["drop"]["n"] == 3
+            assert case["concurrency"][route]["calls"] > 0, case["concurrency"]
+        assert case["lag"]["n"] == 2 and case["lag"]["p50_ms"] >= 0
