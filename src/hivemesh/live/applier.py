@@ -16,8 +16,9 @@ the zone's metastore and stores the new position before taking the next command.
   refuses writes once the lag passes ``max_apply_lag_s``. When a connection broke during the call,
   the call may have been made: the retry's error is then reported as an unknown outcome.
 - **Exactly once**: before each call the applier stores a marker (the last position applied, the
-  command's position and the zone metastore's newest notification event id: one etcd write per
-  command); an idle applier stores its position within 0.2 s. The caller is answered as soon as
+  command's position and the zone metastore's newest notification event id) in its state file on
+  this host (:class:`hivemesh.live.state.StateFile`: one local fsync per command; without one, in
+  etcd: one etcd write per command); etcd gets the position within 0.2 s, for status and compaction. The caller is answered as soon as
   the call returns. A command found
   marked after a restart (or after a connection broke during its call) is applied only when the
   zone's notification log has no event of the objects it names after the marked id: a metastore
@@ -49,6 +50,7 @@ from hivemesh.live.config import LiveRule
 from hivemesh.live.data import DataCopier
 from hivemesh.live.errors import InvalidCommand, LiveError, LogCompacted
 from hivemesh.live.log import CommandLog, Entry
+from hivemesh.live.state import StateFile
 
 __all__ = ["Applier", "Outcome", "Waiter"]
 
@@ -96,7 +98,10 @@ class Applier:
     zone's metastore (not connected yet is fine; reconnected after transport errors); ``copier``:
     brings the files a command makes visible from its proposing zone first (None: metadata only);
     ``resyncer``: called when the log was compacted past this zone's position, returns the
-    position to go on from (:func:`hivemesh.live.resync.resync`; None: the zone stops applying). Runs in a
+    position to go on from (:func:`hivemesh.live.resync.resync`; None: the zone stops applying);
+    ``state_file``: where the position and the markers are kept on this host (one local fsync per
+    command; etcd then gets the position within 0.2 s, for status and compaction); None: in etcd
+    (one etcd write per command). Runs in a
     thread of its own after :meth:`start`; :meth:`stop` ends it. Thread-safe."""
 
     def __init__(
@@ -109,6 +114,7 @@ class Applier:
         on_apply: Callable[[Outcome, float], None] | None = None,
         copier: DataCopier | None = None,
         resyncer: Callable[[], tuple[int, str, int]] | None = None,
+        state_file: StateFile | None = None,
     ) -> None:
         self.log = log
         self.rules = dict(rules)
@@ -117,6 +123,7 @@ class Applier:
         self.on_apply = on_apply
         self.copier = copier
         self.resyncer = resyncer
+        self.state_file = state_file
         self.resynced_from: str | None = None
         """The zone this one was last re-synced from (by this process), else None."""
         self.position = 0
@@ -172,6 +179,13 @@ class Applier:
                 if time.monotonic() > deadline:
                     raise LiveError(f"zone {self.zone}: cannot read its log position: {e}") from e
                 time.sleep(0.5)
+        if self.state_file is not None:
+            try:
+                local = self.state_file.load()
+            except (OSError, ValueError) as e:
+                raise LiveError(f"zone {self.zone}: cannot read its state file: {e}") from e
+            if local is not None:
+                state = local
         self.position = int(state.get("position", 0))
         self._resume = dict(state) if state.get("applying") else None
         log.info("zone %s: applying the command log after position %d", self.zone, self.position)
@@ -227,6 +241,8 @@ class Applier:
                 self.needs_resync = None
                 self.last_error = None
                 self._pending_since_ms = None
+                if self.state_file is not None:
+                    self.state_file.save(self._state())
                 self._save()
             except LiveError as e:
                 self.last_error = str(e)
@@ -257,12 +273,31 @@ class Applier:
             self._flush()
 
     def _flush(self) -> None:
-        """Store the position when commands were applied since the last store and none is being
-        applied now (the marker of a command being applied must not be overwritten)."""
+        """Store the position in etcd when commands were applied since the last store. Without a
+        state file, only while no command is being applied (its marker, in etcd, must stay)."""
+        if self.state_file is not None:
+            if self._dirty:
+                self._dirty = False
+                self._save()
+            return
         with self._save_lock:
             if self._dirty and not self._applying:
                 self._dirty = False
                 self._save()
+
+    def _mark(self, marker: Mapping[str, Any]) -> None:
+        """Store the marker of the command about to be called (with the last position applied):
+        in the state file when there is one (etcd gets the position later), else in etcd."""
+        if self.state_file is None:
+            self._save(marker)
+            return
+        try:
+            self.state_file.save({**self._state(), **marker})
+        except OSError as e:
+            raise LiveError(
+                f"zone {self.zone}: cannot write its state file {self.state_file.path}: {e}"
+            ) from e
+        self._dirty = True
 
     def _take_one(self, entry: Entry) -> None:
         t0 = time.perf_counter()
@@ -327,7 +362,7 @@ class Applier:
                         )  # fmt: skip
                         return Outcome(entry.position, unknown=returns_value(command.method))
                 event_id = self._event_id()
-                self._save({"applying": entry.position, "event_id": event_id})
+                self._mark({"applying": entry.position, "event_id": event_id})
                 attempted = True
                 value = self.client.call(command.method, *args)
                 self.last_error = None
@@ -378,16 +413,19 @@ class Applier:
         db, tables = objects
         return bool(self.client.next_notification(event_id, db=db, tables=tables or None))
 
-    def _save(self, extra: Mapping[str, Any] | None = None) -> None:
-        """Store the position (and ``extra``: the marker of the command being applied); retried
-        until stored (a zone that cannot reach etcd cannot read the log either)."""
-        turn = 0
-        state = {
+    def _state(self) -> dict[str, Any]:
+        return {
             "position": self.position,
             "time_ms": int(time.time() * 1000),
             "error": self.last_error,
             "resynced_from": self.resynced_from,
         }
+
+    def _save(self, extra: Mapping[str, Any] | None = None) -> None:
+        """Store the position (and ``extra``: the marker of the command being applied); retried
+        until stored (a zone that cannot reach etcd cannot read the log either)."""
+        turn = 0
+        state = self._state()
         while True:
             try:
                 self.log.save_zone(self.zone, {**state, **(extra or {})})

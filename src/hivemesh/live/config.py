@@ -199,6 +199,11 @@ class LiveConfig(BaseModel):
         "are not checksummed again); relative SQLite paths are relative to the mesh.yaml",
     )
     copy_threads: int = Field(8, ge=1, le=256, description="files a zone copies at once")
+    state_dir: str = Field(
+        "hivemesh-data",
+        description="directory of each zone's applier state file (live-<zone>.json: the last position "
+        "applied and the marker of the command being applied); relative to the mesh.yaml",
+    )
 
     def rule_for(self, database: str) -> LiveRule | None:
         """The rule database ``database`` (any case) is live under, or None when it is not live.
@@ -369,13 +374,15 @@ def parse_live_config(data: dict[str, Any], source: str = "configuration") -> Li
 
 def load_live_config(path: str | os.PathLike[str]) -> LiveFile:
     """Read and validate a mesh.yaml for Live Hive. Files it names (the zones' and etcd's TLS
-    files, the replication store) are relative to its directory. Raises ConfigError (unreadable
+    files, the replication store, ``live.store`` and ``live.state_dir``, also when left at their
+    defaults) are relative to its directory. Raises ConfigError (unreadable
     file, invalid YAML, or every problem found, each with its key)."""
     base = Path(path).parent
     raw = anchor_file_paths(read_yaml(path), base)
     live = raw.get("live")
     if isinstance(live, dict):
-        live = anchor_paths(live, ("store",), base)
+        defaults = {k: LiveConfig.model_fields[k].default for k in ("store", "state_dir")}
+        live = anchor_paths({**defaults, **live}, ("store", "state_dir"), base)  # defaults too
         if isinstance(live.get("etcd"), dict):
             live = {**live, "etcd": anchor_paths(live["etcd"], TLS_FILE_KEYS, base)}
         raw["live"] = live

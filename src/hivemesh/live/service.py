@@ -38,6 +38,7 @@ from hivemesh.live.data import DataCopier
 from hivemesh.live.log import CommandLog
 from hivemesh.live.proxy import LiveCatalog
 from hivemesh.live.resync import resync
+from hivemesh.live.state import StateFile
 from hivemesh.replication.state import ReplicationStore
 from hivemesh.thrift.processor import HMSProcessor
 from hivemesh.thrift.server import ThriftServer
@@ -175,6 +176,7 @@ class LiveService:
             on_apply=self.metrics.observe_apply,
             copier=self.copier,
             resyncer=lambda: resync(cfg, log_, self.zone, client, copier),
+            state_file=StateFile(Path(live.state_dir) / f"live-{self.zone}.json"),
         )
         try:
             self.applier = applier.start(timeout_s=live.etcd.timeout_s * 2)
