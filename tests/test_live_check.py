@@ -278,3 +278,43 @@ def test_a_zone_that_is_down_gets_the_repair_when_it_comes_back(mesh: Mesh) -> N
     report(live(mesh, "check", "--json"), 0)
     with east.direct() as c:
         assert "fin_late" not in c.get_all_databases()
+
+
+def test_a_zone_behind_the_compaction_point_resyncs_by_comparison(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with east.via_proxy() as c:
+        c.create_database(Database(name="fin_resync"))
+    mesh.wait_caught_up()
+    mesh.stop_proxy("west")
+    try:
+        with east.via_proxy() as c:  # west misses these, then the log forgets them
+            c.create_table(table("fin_resync", "t1"))
+            c.add_partitions(
+                [Partition(values=[d], dbName="fin_resync", tableName="t1", parameters={}) for d in DAYS]
+            )
+            c.create_table(table("fin_resync", "t2", partitioned=False))
+        data = Path(east.live_path) / "fin_resync.db" / "t1" / f"ds={DAYS[0]}"
+        data.mkdir(parents=True, exist_ok=True)
+        (data / "part-0").write_text("rows\n")
+        assert east.proxy is not None and east.proxy.log is not None
+        log = east.proxy.log
+        mesh.wait_caught_up()  # east only
+        head, _ = log.head()
+        log.compact(head)
+    finally:
+        mesh.start_proxy("west")
+    mesh.wait_caught_up()
+    assert west.proxy is not None and west.proxy.applier is not None
+    assert west.proxy.applier.resynced_from == "east"
+    with west.direct() as c:
+        assert sorted(c.get_all_tables("fin_resync")) == ["t1", "t2"]
+        assert c.get_partition_names("fin_resync", "t1", -1) == [f"ds={d}" for d in DAYS]
+    assert (
+        Path(west.live_path) / "fin_resync.db" / "t1" / f"ds={DAYS[0]}" / "part-0"
+    ).read_text() == "rows\n"
+    report(live(mesh, "check", "--json"), 0)
+    with east.via_proxy() as c:  # and the log is followed again after the head it read
+        c.create_table(table("fin_resync", "t3", partitioned=False))
+    mesh.wait_caught_up()
+    with west.direct() as c:
+        assert sorted(c.get_all_tables("fin_resync")) == ["t1", "t2", "t3"]
