@@ -34,6 +34,7 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.cli import main
+from hivemesh.live.compaction import Compactor
 from tests.support.etcd import EtcdCluster
 from tests.support.live import Mesh, Zone, live_mesh, sd, table
 from tests.support.servers import free_port
@@ -318,3 +319,36 @@ def test_a_zone_behind_the_compaction_point_resyncs_by_comparison(mesh: Mesh) ->
     mesh.wait_caught_up()
     with west.direct() as c:
         assert sorted(c.get_all_tables("fin_resync")) == ["t1", "t2", "t3"]
+
+
+def test_the_log_is_compacted_one_round_late_and_never_past_the_slowest_zone(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    assert east.proxy is not None and east.proxy.log is not None
+    log = east.proxy.log
+    compactor = Compactor(log, ["east", "west"], interval_s=3600)
+    with east.via_proxy() as c:
+        c.create_database(Database(name="fin_compact"))
+    mesh.wait_caught_up()
+    assert compactor.run_once() is None  # the first round only notes the head
+    first_head, _ = log.head()
+    mesh.stop_proxy("west")
+    try:
+        with east.via_proxy() as c:
+            c.create_table(table("fin_compact", "t", partitioned=False))
+        mesh.wait_caught_up()
+        west_at = int(log.zone_states()["west"]["position"])
+        below = compactor.run_once()
+        assert below == min(west_at, first_head) + 1  # commands of the last round are kept
+        assert log.compacted_below() == below
+        assert compactor.run_once() == west_at + 1 or log.compacted_below() == west_at + 1
+        assert log.compacted_below() <= west_at + 1  # never past west: it can still follow the log
+    finally:
+        mesh.start_proxy("west")
+    mesh.wait_caught_up()
+    assert west.proxy is not None and west.proxy.applier is not None
+    assert west.proxy.applier.resynced_from is None  # it followed the log, no re-sync needed
+    with west.direct() as c:
+        assert c.get_all_tables("fin_compact") == ["t"]
+    broken = Compactor(log, ["east", "west", "north"], interval_s=3600)
+    broken.run_once()
+    assert broken.run_once() is None  # a zone that never stored a position stops compaction

@@ -273,17 +273,24 @@ class Applier:
             self._flush()
 
     def _flush(self) -> None:
-        """Store the position in etcd when commands were applied since the last store. Without a
-        state file, only while no command is being applied (its marker, in etcd, must stay)."""
-        if self.state_file is not None:
-            if self._dirty:
-                self._dirty = False
-                self._save()
-            return
+        """Store the position when commands were applied since the last store and none is being
+        applied now (its marker must not be overwritten): in the state file first, then in etcd,
+        so etcd's copy (what compaction goes by) is never ahead of the zone's own."""
         with self._save_lock:
-            if self._dirty and not self._applying:
-                self._dirty = False
-                self._save()
+            if not self._dirty or self._applying:
+                return
+            self._dirty = False
+            if self.state_file is None:
+                self._save()  # the marker lives in etcd: not while a command is being applied
+                return
+            state = self._state()
+            try:
+                self.state_file.save(state)
+            except OSError as e:
+                self._dirty = True
+                log.warning("zone %s: cannot write its state file: %s", self.zone, e)
+                return
+        self._save(state)  # etcd's copy, outside the lock: the next command need not wait for it
 
     def _mark(self, marker: Mapping[str, Any]) -> None:
         """Store the marker of the command about to be called (with the last position applied):
@@ -422,8 +429,9 @@ class Applier:
         }
 
     def _save(self, extra: Mapping[str, Any] | None = None) -> None:
-        """Store the position (and ``extra``: the marker of the command being applied); retried
-        until stored (a zone that cannot reach etcd cannot read the log either)."""
+        """Store the position in etcd (and ``extra``: the marker of the command being applied, or a
+        state taken earlier); retried until stored (a zone that cannot reach etcd cannot read the
+        log either)."""
         turn = 0
         state = self._state()
         while True:

@@ -199,6 +199,12 @@ class LiveConfig(BaseModel):
         "are not checksummed again); relative SQLite paths are relative to the mesh.yaml",
     )
     copy_threads: int = Field(8, ge=1, le=256, description="files a zone copies at once")
+    compact_interval_s: float = Field(
+        300.0,
+        ge=0,
+        description="how often, in seconds, the log is compacted below the slowest zone's position "
+        "(commands are removed at least one interval after they were appended); 0: never",
+    )
     state_dir: str = Field(
         "hivemesh-data",
         description="directory of each zone's applier state file (live-<zone>.json: the last position "

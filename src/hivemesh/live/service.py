@@ -33,6 +33,7 @@ from hivemesh.federation.members import MemberIndexes
 from hivemesh.federation.metrics import HealthServer, ProxyMetrics
 from hivemesh.federation.routing import Registry
 from hivemesh.live.applier import Applier, Outcome
+from hivemesh.live.compaction import Compactor
 from hivemesh.live.config import LiveFile, load_live_config
 from hivemesh.live.data import DataCopier
 from hivemesh.live.log import CommandLog
@@ -134,6 +135,7 @@ class LiveService:
         self.log: CommandLog | None = None
         self.store: ReplicationStore | None = None
         self.copier: DataCopier | None = None
+        self.compactor: Compactor | None = None
         self.applier: Applier | None = None
         self.catalog: LiveCatalog | None = None
         self.server: ThriftServer | None = None
@@ -217,6 +219,8 @@ class LiveService:
                 f"cannot listen on {self.settings.host}:{self.settings.port}: {e.strerror or e}"
             ) from e
         server = self.server
+        if live.compact_interval_s > 0:
+            self.compactor = Compactor(self.log, self.cfg.zones, live.compact_interval_s).start()
         self.metrics.connections.set_function(lambda: server.active_connections)
         self.metrics.lag.set_function(applier.lag_s)
         if self.settings.metrics_port is not None:
@@ -260,6 +264,8 @@ class LiveService:
             self.http.stop()
         if self.poller is not None:
             self.poller.stop()
+        if self.compactor is not None:
+            self.compactor.stop()
         if self.applier is not None:
             self.applier.stop()
         if self.catalog is not None:
