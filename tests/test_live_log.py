@@ -34,6 +34,7 @@ from hivemesh.live import (
     LogUnavailable,
     RequestIdConflict,
 )
+from hivemesh.live.etcd import b64, prefix_end
 from tests.support.etcd import EtcdCluster, require_etcd
 from tests.support.servers import free_port
 from tests.support.tls import make_pki
@@ -175,18 +176,41 @@ def test_append_is_idempotent_by_request_id(cluster: EtcdCluster, prefix: str) -
         assert ids(log.read()) == ["req-1", "req-2"]
 
 
-def test_commands_over_the_request_limit_are_refused(cluster: EtcdCluster, prefix: str) -> None:
+def test_commands_over_the_request_limit_travel_in_parts(cluster: EtcdCluster, prefix: str) -> None:
+    big = bytes(range(256)) * (14 * 1024)  # 3.5 MiB: three parts under etcd's 1.5 MiB request limit
     with open_log(cluster.endpoints, prefix) as log:
-        with pytest.raises(CommandTooLarge, match="over max_request_bytes 1572864"):
-            log.append("big", b"x" * (2 * 1024 * 1024))
+        follower = log.follow(0, idle_s=1.0)
+        p = log.append("big", big)
+        assert log.append("big", big) == p  # a retry: same parts, same entry
+        with pytest.raises(RequestIdConflict):
+            log.append("big", big[:-1] + b"!")
+        assert log.read() == [Entry(p, "big", big)]
+        assert next(follower) == Entry(p, "big", big)  # a watch delivers it whole too
+        follower.close()
+        parts = log._gw.call(  # noqa: SLF001 - the parts' keys, as etcd holds them
+            "kv/range",
+            {"key": b64(f"{prefix}/part/"), "range_end": b64(prefix_end(f"{prefix}/part/"))},
+            "test",
+        )
+        assert int(parts.get("count", 0)) == 6  # three of the command, three of the refused one
+        small = log.append("small", b"s")
+        log.compact(small)  # the big command goes, and its parts with it
+        parts = log._gw.call(  # noqa: SLF001
+            "kv/range",
+            {"key": b64(f"{prefix}/part/"), "range_end": b64(prefix_end(f"{prefix}/part/"))},
+            "test",
+        )
+        assert int(parts.get("count", 0)) == 0
+        capped = open_log(cluster.endpoints, prefix, max_command_bytes=1024 * 1024)
+        with capped, pytest.raises(CommandTooLarge, match="over max_command_bytes 1048576"):
+            capped.append("huge", big)
         # a log configured above the cluster's limit: etcd itself refuses, with the same error
         lax = open_log(cluster.endpoints, prefix, max_request_bytes=4 * 1024 * 1024)
         with lax, pytest.raises(CommandTooLarge, match="--max-request-bytes"):
-            lax.append("big", b"x" * (2 * 1024 * 1024))
-        assert log.read() == []
-        near = bytes(range(256)) * 5400  # 1.38 MB: within the limit
-        p = log.append("near", near)
-        assert log.read() == [Entry(p, "near", near)]
+            lax.append("lax", b"x" * (2 * 1024 * 1024))
+        near = bytes(range(256)) * 5400  # 1.38 MB: within the limit, one request
+        q = log.append("near", near)
+        assert log.read(small) == [Entry(q, "near", near)]
 
 
 def test_concurrent_proposers_one_order(cluster: EtcdCluster, prefix: str) -> None:

@@ -11,6 +11,7 @@ mapping each zone's rule path), and ids.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from collections.abc import Iterator
@@ -274,3 +275,23 @@ def test_data_reaches_a_zone_before_the_metadata_that_shows_it(mesh: Mesh) -> No
     assert sorted(p.name for p in (east_dir / "totals").iterdir()) == [
         "part-1.csv"
     ]  # the source is untouched
+
+
+def test_a_write_over_etcds_request_limit_is_agreed_whole(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with east.via_proxy() as c:
+        c.create_database(Database(name="fin_big"))
+        c.create_table(table("fin_big", "t"))
+        t = c.get_table("fin_big", "t")
+        parts = []
+        for i in range(4000):
+            p_sd = copy.deepcopy(t.sd)
+            p_sd.location = f"{t.sd.location}/ds=d{i:05d}"
+            parts.append(
+                Partition(values=[f"d{i:05d}"], dbName="fin_big", tableName="t", sd=p_sd, parameters={})
+            )
+        assert c.add_partitions(parts) == 4000  # one command of several MiB: stored in parts
+    mesh.wait_caught_up()
+    with west.direct() as c:
+        names = c.get_partition_names("fin_big", "t", -1)
+    assert len(names) == 4000 and names[0] == "ds=d00000" and names[-1] == "ds=d03999"

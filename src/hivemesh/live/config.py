@@ -105,7 +105,12 @@ class EtcdConfig(BaseModel):
     max_request_bytes: int = Field(
         DEFAULT_MAX_REQUEST_BYTES,
         ge=4096,
-        description="the cluster's --max-request-bytes: larger commands are refused before sending",
+        description="the cluster's --max-request-bytes: larger commands are stored in parts of this size",
+    )
+    max_command_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=4096,
+        description="the largest command the log takes (a larger one is refused: split it)",
     )
     tls_ca: str | None = Field(None, description="PEM CA bundle that signed the members' certificates")
     tls_cert: str | None = Field(None, description="PEM client certificate (etcd's --client-cert-auth)")

@@ -6,6 +6,8 @@ Keys, under the configured prefix ``P`` (default ``/hivemesh/live``):
   JSON with sorted keys). The key is created once and never changed, so its ``create_revision``
   is the command's **position**: etcd revisions are one global order, the same for every reader.
   Positions increase but are not consecutive (other writes to the cluster take revisions too).
+- ``P/part/<request id>/<sha256>/<n>``: the parts of a command too large for one etcd request, written
+  before its entry, whose value is then a reference to them (readers get the command whole).
 - ``P/compacted``: the log's compaction point, written by :meth:`CommandLog.compact`: every
   command at a position below it is gone.
 
@@ -30,6 +32,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -53,8 +56,11 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:@+=-]{1,256}$")
 _REQUEST_OVERHEAD = 512
 """Bytes of an append's etcd request besides its value and three copies of its key (compare, put,
 range): protobuf framing and headers, rounded up."""
-_DELETE_BATCH = 100
-"""Entries removed per transaction by compact(): etcd allows 128 operations per transaction."""
+_DELETE_BATCH = 60
+"""Entries removed per transaction by compact(), each with the range of its parts: etcd allows 128
+operations per transaction."""
+_PARTS = "hivemesh-parts"
+"""Key of the reference a log entry holds to the parts of a large command."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,7 @@ class CommandLog:
         self._cmd = config.prefix + "/cmd/"
         self._marker = config.prefix + "/compacted"
         self._zones = config.prefix + "/zones/"
+        self._parts = config.prefix + "/part/"
 
     def __enter__(self) -> CommandLog:
         return self
@@ -120,19 +127,24 @@ class CommandLog:
         """Append ``command`` under ``request_id`` and return its position; when ``request_id`` is
         already in the log with the same command, return that entry's position and append nothing.
 
+        A command too large for one etcd request (``max_request_bytes``) is stored in parts
+        first (``P/part/<request id>/<sha256>/<n>``, each its own request), then appended as a small
+        reference to them; readers get it whole. Up to ``max_command_bytes``.
+
         Raises :class:`InvalidCommand` (a bad request id or command), :class:`CommandTooLarge` (over
-        ``max_request_bytes``), :class:`RequestIdConflict` (the id is in the log with other bytes),
+        ``max_command_bytes``, or a single request over the cluster's own limit),
+        :class:`RequestIdConflict` (the id is in the log with other bytes),
         :class:`LogUnavailable`, :class:`LogRefused`.
         """
         key = self._key(request_id)
         value = encode_command(command)
-        size = len(value) + 3 * len(key.encode()) + _REQUEST_OVERHEAD
-        if size > self.config.max_request_bytes:
+        if len(value) > self.config.max_command_bytes:
             raise CommandTooLarge(
-                f"command of request {request_id} is {len(value)} bytes; with its keys, one etcd request "
-                f"would be about {size} bytes, over max_request_bytes {self.config.max_request_bytes} "
-                f"(etcd's --max-request-bytes): split it into smaller commands"
+                f"command of request {request_id} is {len(value)} bytes, over max_command_bytes "
+                f"{self.config.max_command_bytes}: split it into smaller commands"
             )
+        if len(value) + 3 * len(key.encode()) + _REQUEST_OVERHEAD > self.config.max_request_bytes:
+            value = self._store_parts(request_id, value)
         k = b64(key)
         body = {
             "compare": [{"key": k, "target": "CREATE", "result": "EQUAL", "create_revision": "0"}],
@@ -154,6 +166,54 @@ class CommandLog:
                 "with a different command"
             )
         return int(kvs[0]["create_revision"])
+
+    def _store_parts(self, request_id: str, value: bytes) -> bytes:
+        """Put ``value`` in parts under ``P/part/<request id>/<sha256>/`` and return the reference the log
+        entry holds instead: ``{"hivemesh-parts": n, "bytes": len, "sha256": hex}`` (a retry puts
+        the same parts again: same keys, same bytes)."""
+        digest = hashlib.sha256(value).hexdigest()
+        base = f"{self._parts}{request_id}/{digest}/"  # a different command of the id: other keys
+        size = max(1024, self.config.max_request_bytes - 2 * len(base.encode()) - _REQUEST_OVERHEAD - 64)
+        chunks = [value[i : i + size] for i in range(0, len(value), size)]
+        for i, chunk in enumerate(chunks):
+            self._gw.call(
+                "kv/put",
+                {"key": b64(f"{base}{i:06d}"), "value": b64(chunk)},
+                f"part {i + 1} of {len(chunks)} of request {request_id}",
+            )
+        ref = {_PARTS: len(chunks), "bytes": len(value), "sha256": digest}
+        return json.dumps(ref, sort_keys=True).encode()
+
+    def _whole(self, entry: Entry) -> Entry:
+        """``entry`` with its command read back from its parts when it holds a reference to them."""
+        if not entry.command.startswith(b'{"bytes":') or _PARTS.encode() not in entry.command:
+            return entry
+        try:
+            ref = json.loads(entry.command)
+        except ValueError:
+            return entry
+        if not isinstance(ref, dict) or not isinstance(ref.get(_PARTS), int):
+            return entry
+        base = f"{self._parts}{entry.request_id}/{ref.get('sha256')}/"
+        answer = self._gw.call(
+            "kv/range",
+            {
+                "key": b64(base),
+                "range_end": b64(prefix_end(base)),
+                "sort_order": "ASCEND",
+                "sort_target": "KEY",
+            },
+            f"parts of request {entry.request_id}",
+        )
+        value = b"".join(unb64(kv.get("value", "")) for kv in answer.get("kvs", []))
+        if len(answer.get("kvs", [])) != ref[_PARTS] or hashlib.sha256(value).hexdigest() != ref.get(
+            "sha256"
+        ):
+            raise LiveError(
+                f"{self._gw.describe}: the parts of request {entry.request_id} at position {entry.position} "
+                f"are incomplete ({len(answer.get('kvs', []))} of {ref[_PARTS]})"
+            )
+        return Entry(entry.position, entry.request_id, value)
 
     def read(self, after: int = 0, limit: int = 1000, *, serializable: bool = False) -> list[Entry]:
         """Up to ``limit`` entries at positions above ``after``, in order.
@@ -193,10 +253,12 @@ class CommandLog:
         if after < below - 1:
             raise LogCompacted(after, below, self._gw.describe)
         entries = [
-            Entry(
-                int(kv["create_revision"]),
-                unb64(kv["key"]).decode()[len(self._cmd) :],
-                unb64(kv.get("value", "")),
+            self._whole(
+                Entry(
+                    int(kv["create_revision"]),
+                    unb64(kv["key"]).decode()[len(self._cmd) :],
+                    unb64(kv.get("value", "")),
+                )
             )
             for kv in commands.get("kvs", [])
         ]
@@ -313,6 +375,7 @@ class CommandLog:
             kvs = answer.get("kvs", [])
             if not kvs:
                 break
+            parts = [f"{self._parts}{unb64(kv['key']).decode()[len(self._cmd) :]}/" for kv in kvs]
             self._gw.call(
                 "kv/txn",
                 {
@@ -325,7 +388,11 @@ class CommandLog:
                         }
                         for kv in kvs
                     ],
-                    "success": [{"request_delete_range": {"key": kv["key"]}} for kv in kvs],
+                    "success": [{"request_delete_range": {"key": kv["key"]}} for kv in kvs]
+                    + [
+                        {"request_delete_range": {"key": b64(p), "range_end": b64(prefix_end(p))}}
+                        for p in parts
+                    ],
                 },
                 f"compaction below {below}",
             )  # a failed comparison (another compaction got there first): the next range tells
@@ -378,10 +445,12 @@ class CommandLog:
         appends never make)."""
         if str(kv.get("version", "")) != "1":
             return None
-        return Entry(
-            int(kv["create_revision"]),
-            unb64(kv["key"]).decode()[len(self._cmd) :],
-            unb64(kv.get("value", "")),
+        return self._whole(
+            Entry(
+                int(kv["create_revision"]),
+                unb64(kv["key"]).decode()[len(self._cmd) :],
+                unb64(kv.get("value", "")),
+            )
         )
 
 
