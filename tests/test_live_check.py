@@ -12,6 +12,7 @@ zone whose applier is down is reported as not having applied the repair, and app
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -352,3 +353,43 @@ def test_the_log_is_compacted_one_round_late_and_never_past_the_slowest_zone(mes
     broken = Compactor(log, ["east", "west", "north"], interval_s=3600)
     broken.run_once()
     assert broken.run_once() is None  # a zone that never stored a position stops compaction
+
+
+def test_out_of_band_writes_are_found_in_the_zones_notification_log(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with east.via_proxy() as c:
+        c.create_database(Database(name="fin_oob"))
+        c.create_table(table("fin_oob", "proxied"))
+    mesh.wait_caught_up()
+    watchers = {z.name: z.proxy.watcher for z in (east, west) if z.proxy is not None}
+    assert all(w is not None for w in watchers.values())
+    for w in watchers.values():
+        assert w is not None
+        w.run_once()  # the proxied writes: explained by the appliers' windows
+    before = {name: w.count for name, w in watchers.items() if w is not None}
+    with west.direct() as c:  # straight to west's metastore
+        c.create_table(table("fin_oob", "sneaky"))
+    with east.via_proxy() as c:  # a proxied write at the same time, in both zones
+        c.create_table(table("fin_oob", "proxied2"))
+    mesh.wait_caught_up()
+    found = {}
+    for name, w in watchers.items():
+        assert w is not None
+        w.run_once()
+        found[name] = w.count - before[name]
+    assert found == {"east": 0, "west": 1}
+    west_watcher = watchers["west"]
+    assert west_watcher is not None and west_watcher.recent[-1]["object"] == "fin_oob.sneaky"
+    assert west_watcher.recent[-1]["type"] == "CREATE_TABLE"
+    assert west.proxy is not None and west.proxy.health()[1]["out_of_band"] >= 1
+    with west.direct() as c:
+        c.drop_table("fin_oob", "sneaky", False)  # undone: the zones agree again
+    result = live(mesh, "status", "--json")  # what the zone stored for status
+    for _ in range(100):
+        if report(result, 0)["zones"]["west"]["out_of_band"] >= 1:
+            break
+        threading.Event().wait(0.05)
+        result = live(mesh, "status", "--json")
+    west_status = report(result, 0)["zones"]["west"]
+    assert west_status["out_of_band"] >= 1 and west_status["last_out_of_band"]["object"] == "fin_oob.sneaky"
+    assert "out-of-band writes" in live(mesh, "status").output

@@ -50,6 +50,7 @@ from hivemesh.live.config import LiveRule
 from hivemesh.live.data import DataCopier
 from hivemesh.live.errors import InvalidCommand, LiveError, LogCompacted
 from hivemesh.live.log import CommandLog, Entry
+from hivemesh.live.out_of_band import ApplyWindows
 from hivemesh.live.state import StateFile
 
 __all__ = ["Applier", "Outcome", "Waiter"]
@@ -99,7 +100,9 @@ class Applier:
     brings the files a command makes visible from its proposing zone first (None: metadata only);
     ``resyncer``: called when the log was compacted past this zone's position, returns the
     position to go on from (:func:`hivemesh.live.resync.resync`; None: the zone stops applying);
-    ``state_file``: where the position and the markers are kept on this host (one local fsync per
+    ``windows``: where each command's notification-event window is recorded
+    (:mod:`hivemesh.live.out_of_band`; None: not recorded); ``state_extras``: more fields of the
+    stored state (shown by ``live status``); ``state_file``: where the position and the markers are kept on this host (one local fsync per
     command; etcd then gets the position within 0.2 s, for status and compaction); None: in etcd
     (one etcd write per command). Runs in a
     thread of its own after :meth:`start`; :meth:`stop` ends it. Thread-safe."""
@@ -115,6 +118,8 @@ class Applier:
         copier: DataCopier | None = None,
         resyncer: Callable[[], tuple[int, str, int]] | None = None,
         state_file: StateFile | None = None,
+        windows: ApplyWindows | None = None,
+        state_extras: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self.log = log
         self.rules = dict(rules)
@@ -124,6 +129,8 @@ class Applier:
         self.copier = copier
         self.resyncer = resyncer
         self.state_file = state_file
+        self.windows = windows
+        self.state_extras = state_extras
         self.resynced_from: str | None = None
         """The zone this one was last re-synced from (by this process), else None."""
         self.position = 0
@@ -292,6 +299,12 @@ class Applier:
                 return
         self._save(state)  # etcd's copy, outside the lock: the next command need not wait for it
 
+    def when_idle(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` now if no command is being applied, holding the next one back meanwhile."""
+        with self._save_lock:
+            if not self._applying:
+                fn()
+
     def _mark(self, marker: Mapping[str, Any]) -> None:
         """Store the marker of the command about to be called (with the last position applied):
         in the state file when there is one (etcd gets the position later), else in etcd."""
@@ -370,6 +383,8 @@ class Applier:
                         return Outcome(entry.position, unknown=returns_value(command.method))
                 event_id = self._event_id()
                 self._mark({"applying": entry.position, "event_id": event_id})
+                if self.windows is not None:
+                    self.windows.open(event_id, objects)
                 attempted = True
                 value = self.client.call(command.method, *args)
                 self.last_error = None
@@ -421,12 +436,18 @@ class Applier:
         return bool(self.client.next_notification(event_id, db=db, tables=tables or None))
 
     def _state(self) -> dict[str, Any]:
+        extras = dict(self.state_extras()) if self.state_extras is not None else {}
         return {
+            **extras,
             "position": self.position,
             "time_ms": int(time.time() * 1000),
             "error": self.last_error,
             "resynced_from": self.resynced_from,
         }
+
+    def state_changed(self) -> None:
+        """Have the state (with ``state_extras``) stored again soon, applied commands or not."""
+        self._dirty = True
 
     def _save(self, extra: Mapping[str, Any] | None = None) -> None:
         """Store the position in etcd (and ``extra``: the marker of the command being applied, or a

@@ -82,7 +82,9 @@ def serve(
 
 def zone_status(log: CommandLog, cfg: LiveFile) -> dict[str, Any]:
     """Where every zone stands: ``{"head": position, "entries": n, "zones": {zone: {"position",
-    "behind" (entries), "lag_s", "updated_ms", "error"}}}``. Raises LiveError (etcd unreachable)."""
+    "behind" (entries), "lag_s", "updated_ms", "error", "out_of_band" (writes found made straight
+    to the zone's metastore since its live proxy started), "last_out_of_band", "resynced_from"}}}``.
+    Raises LiveError (etcd unreachable)."""
     head, entries = log.head()
     states = log.zone_states()
     now_ms = int(time.time() * 1000)
@@ -104,6 +106,9 @@ def zone_status(log: CommandLog, cfg: LiveFile) -> dict[str, Any]:
             "lag_s": round(lag_s, 3),
             "updated_ms": state.get("time_ms"),
             "error": state.get("error"),
+            "out_of_band": int(state.get("out_of_band") or 0),
+            "last_out_of_band": state.get("last_out_of_band"),
+            "resynced_from": state.get("resynced_from"),
         }
     return {"head": head, "entries": entries, "zones": zones}
 
@@ -127,10 +132,12 @@ def status(config_path: str, as_json: bool) -> None:
     from rich.table import Table
 
     t = Table(title=f"command log: head position {report['head']}, {report['entries']} command(s)")
-    for col in ("zone", "position", "behind", "lag s", "last error"):
+    for col in ("zone", "position", "behind", "lag s", "out-of-band writes", "last error"):
         t.add_column(col)
     for zone, z in report["zones"].items():
-        t.add_row(zone, str(z["position"]), str(z["behind"]), f"{z['lag_s']:.1f}", z["error"] or "")
+        last = z["last_out_of_band"]
+        oob = str(z["out_of_band"]) + (f" (last: {last['type']} {last['object']})" if last else "")
+        t.add_row(zone, str(z["position"]), str(z["behind"]), f"{z['lag_s']:.1f}", oob, z["error"] or "")
     Console(highlight=False).print(t)
 
 

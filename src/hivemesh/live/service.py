@@ -37,6 +37,7 @@ from hivemesh.live.compaction import Compactor
 from hivemesh.live.config import LiveFile, load_live_config
 from hivemesh.live.data import DataCopier
 from hivemesh.live.log import CommandLog
+from hivemesh.live.out_of_band import ApplyWindows, OutOfBandWatcher
 from hivemesh.live.proxy import LiveCatalog
 from hivemesh.live.resync import resync
 from hivemesh.live.state import StateFile
@@ -136,6 +137,7 @@ class LiveService:
         self.store: ReplicationStore | None = None
         self.copier: DataCopier | None = None
         self.compactor: Compactor | None = None
+        self.watcher: OutOfBandWatcher | None = None
         self.applier: Applier | None = None
         self.catalog: LiveCatalog | None = None
         self.server: ThriftServer | None = None
@@ -170,6 +172,18 @@ class LiveService:
             raise LiveStartupError(f"live.store {live.store}: cannot open it: {e}") from e
         self.copier = DataCopier(self.cfg, self.zone, self.store, live.copy_threads)
         log_, copier, cfg = self.log, self.copier, self.cfg
+        windows = ApplyWindows()
+        watcher_client = MetastoreClient(
+            zcfg.metastore,
+            timeout_s=60.0,
+            retries=0,
+            connect=False,
+            tls=zcfg.tls_context(),
+            kerberos=zcfg.kerberos_initiator(),
+        )
+        self.watcher = OutOfBandWatcher(
+            self.zone, live, watcher_client, windows, idle=lambda fn: applier.when_idle(fn)
+        )
         applier = Applier(
             self.log,
             {r.name: r for r in live.rules},
@@ -179,7 +193,10 @@ class LiveService:
             copier=self.copier,
             resyncer=lambda: resync(cfg, log_, self.zone, client, copier),
             state_file=StateFile(Path(live.state_dir) / f"live-{self.zone}.json"),
+            windows=windows,
+            state_extras=self.watcher.state,
         )
+        self.watcher.on_found = applier.state_changed
         try:
             self.applier = applier.start(timeout_s=live.etcd.timeout_s * 2)
         except HivemeshError as e:
@@ -219,6 +236,7 @@ class LiveService:
                 f"cannot listen on {self.settings.host}:{self.settings.port}: {e.strerror or e}"
             ) from e
         server = self.server
+        self.watcher.start()
         if live.compact_interval_s > 0:
             self.compactor = Compactor(self.log, self.cfg.zones, live.compact_interval_s).start()
         self.metrics.connections.set_function(lambda: server.active_connections)
@@ -254,6 +272,7 @@ class LiveService:
             "last_error": self.applier.last_error,
             "needs_resync": self.applier.needs_resync is not None,
             "copying": self.copier.copying if self.copier is not None else None,
+            **(self.watcher.state() if self.watcher is not None else {}),
         }
 
     def stop(self) -> None:
@@ -266,6 +285,8 @@ class LiveService:
             self.poller.stop()
         if self.compactor is not None:
             self.compactor.stop()
+        if self.watcher is not None:
+            self.watcher.stop()
         if self.applier is not None:
             self.applier.stop()
         if self.catalog is not None:
