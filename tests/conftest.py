@@ -301,3 +301,4 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 from tests.hive4_fixtures import *  # noqa: E402,F401,F403 - the Hive 4 metastore peers
 from tests.spark_fixtures import *  # noqa: E402,F401,F403 - the shared Spark fixtures
+from tests.trino_fixtures import *  # noqa: E402,F401,F403 - the Trino server

@@ -30,23 +30,11 @@ from hivemesh.client.metastore import MetastoreClient
 from hivemesh.federation.access import is_write
 from hivemesh.spark.acid import acid_session
 from tests.support import federation as fed
-from tests.support.trino import TrinoServer, require_trino
+from tests.support.trino import TrinoServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.trino]
 
 B0 = 536870912  # bucket 0, statement 0 (Hive's bucket property)
-
-
-@pytest.fixture(scope="session")
-def trino_server() -> Iterator[TrinoServer]:
-    """The session's Trino server."""
-    require_trino()
-    server = TrinoServer().start()
-    server.catalogs = set()  # type: ignore[attr-defined]
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _catalog(server: TrinoServer, kind: str, metastore: Any) -> tuple[TrinoServer, str]:
