@@ -295,3 +295,17 @@ def test_a_write_over_etcds_request_limit_is_agreed_whole(mesh: Mesh) -> None:
     with west.direct() as c:
         names = c.get_partition_names("fin_big", "t", -1)
     assert len(names) == 4000 and names[0] == "ds=d00000" and names[-1] == "ds=d03999"
+
+
+def test_a_partition_without_storage_gets_its_tables_in_every_zone(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with east.via_proxy() as c:
+        c.create_database(Database(name="fin_nosd"))
+        c.create_table(table("fin_nosd", "t"))
+        c.add_partitions([Partition(values=["a"], dbName="fin_nosd", tableName="t", parameters={})])
+    mesh.wait_caught_up()
+    for z in (east, west):
+        with z.direct() as c:
+            p = c.get_partition("fin_nosd", "t", ["a"])
+            assert [f.name for f in p.sd.cols] == ["id", "name"]  # the table's, filled by the proposer
+            assert p.sd.location.removeprefix("file:") == f"{z.live_path}/fin_nosd.db/t/ds=a"

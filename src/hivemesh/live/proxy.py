@@ -20,6 +20,7 @@ the request id: the write is then either in every zone or, when the log never to
 
 from __future__ import annotations
 
+import copy
 import getpass
 import logging
 import uuid
@@ -27,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from hive_metastore.ttypes import MetaException, Table
+from hive_metastore.ttypes import MetaException, Partition, Table
 
 from hivemesh.federation.handler import Federation
 from hivemesh.federation.members import Member, MemberIndexes
@@ -36,7 +37,7 @@ from hivemesh.federation.routing import Observer, Registry
 from hivemesh.federation.txns import TxnRouter
 from hivemesh.hive.hms_methods import args_struct
 from hivemesh.live.applier import Applier
-from hivemesh.live.commands import PROPOSED, encode, neutral_location, pin
+from hivemesh.live.commands import PROPOSED, encode, neutral_location, pin, structs
 from hivemesh.live.config import LiveConfig, LiveRule
 from hivemesh.live.data import data_dirs
 from hivemesh.live.errors import LiveError, LogUnavailable
@@ -181,6 +182,8 @@ class LiveCatalog(Federation):
                 f"hivemesh live: zone {self.zone} refuses writes: {why}; last error: {self.applier.last_error}"
             )
         args = args_struct(method)(*argv)
+        if method.startswith("add_partition"):
+            self._fill_storage(args)
         try:
             command = pin(
                 method, args, rule, self.zone, self.user(), database_location=self._database_location(rule)
@@ -230,6 +233,21 @@ class LiveCatalog(Federation):
     def _observed(self, method: str, outcome: str) -> None:
         if self.observe_proposal is not None:
             self.observe_proposal(method, outcome)
+
+    def _fill_storage(self, args: Any) -> None:
+        """Give each new partition without a storage descriptor its table's (no location: each
+        zone derives it), as Hive's clients do: metastores disagree on such partitions (Hive 4.2
+        refuses them, hivemesh takes them), and every zone must give the same answer."""
+        tables: dict[tuple[str, str], Table | None] = {}
+        for p in structs(args):
+            if isinstance(p, Partition) and p.sd is None and p.dbName and p.tableName:
+                key = (p.dbName, p.tableName)
+                if key not in tables:
+                    tables[key] = self._table(*key)
+                t = tables[key]
+                if t is not None and t.sd is not None:
+                    p.sd = copy.deepcopy(t.sd)
+                    p.sd.location = None
 
     def _table(self, db: str, name: str) -> Table | None:
         """Table ``db.name`` of this zone's metastore (None when it cannot be read)."""
