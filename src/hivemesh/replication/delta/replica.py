@@ -222,12 +222,15 @@ class DeltaReplica:
 
     # ------------------------------------------------------------------ files
     def files(
-        self, partition_by: Sequence[str], physical: dict[str, str] | None = None
+        self, partition_by: Sequence[str], physical: dict[str, str] | None = None, *, table: Any = None
     ) -> dict[tuple[str | None, ...], dict[str, tuple[str, int]]]:
         """The replica's live files by partition values then unit key: ``{values: {key: (path,
         size)}}``; a file hivemesh did not write gets the key ``?<path>`` (removed by a sync).
-        ``physical``: :func:`physical_names` of a column-mapped replica. Raises as :meth:`table`."""
-        actions = pa.table(self.table().get_add_actions(flatten=True))
+        ``physical``: :func:`physical_names` of a column-mapped replica. ``table``: a
+        ``DeltaTable`` of the replica already loaded (None: the current one). Raises as :meth:`table`."""
+        if table is None:
+            table = self.table()
+        actions = pa.table(table.get_add_actions(flatten=True))
         out: dict[tuple[str | None, ...], dict[str, tuple[str, int]]] = {}
         if not actions.num_rows:
             return out
@@ -273,15 +276,18 @@ class DeltaReplica:
         from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
         out = ReplicaSync()
+        # One load of the log for what the sync reads before its commit (each load replays the
+        # log, so it grows with the replica's versions), again only after a schema change.
+        table = self.table()
         if app_id is not None and app_version is not None:
-            done = self.applied_version(app_id)
+            done: int | None = table.transaction_version(app_id)
             if done is not None and app_version <= done:
                 log.info(
                     "%s: version %d of %s already committed; nothing to do", self.uri, app_version, app_id
                 )
                 return out
         positional = layout.acid == "full" or layout.file_format != "parquet"
-        change = plan_schema_change(self.schema(), wanted, partition_by, positional)
+        change = plan_schema_change(pa.schema(table.schema().to_arrow()), wanted, partition_by, positional)
         out.schema_change = change
         if change.rewrite and not complete:
             raise ValueError(
@@ -291,11 +297,13 @@ class DeltaReplica:
             out.rewritten, out.reason = True, change.reason
         elif change.statements:
             self._alter(change)
+            table = self.table()
         elif change.added or change.comments:
             self._evolve(change)
-        schema = self.schema()
+            table = self.table()
+        schema = pa.schema(table.schema().to_arrow())
         physical = physical_names(schema)
-        current = self.files(partition_by, physical)
+        current = self.files(partition_by, physical, table=table)
         sources = list(sources)
         seen: set[tuple[str | None, ...]] = set()
         todo: list[tuple[Unit, dict[str, str | None], str]] = []

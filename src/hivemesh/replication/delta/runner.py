@@ -373,9 +373,12 @@ class DeltaPolicyRunner(PolicyLoop):
         if not replica.exists():
             replica.create(wanted, part_cols, name, (table.parameters or {}).get("comment"))
             partitions = ALL
+        import pyarrow as pa
+
         from hivemesh.replication.delta.schema import plan_schema_change
 
-        change = plan_schema_change(replica.schema(), wanted, part_cols)
+        current = replica.table()  # one load of the replica's log for the two reads below
+        change = plan_schema_change(pa.schema(current.schema().to_arrow()), wanted, part_cols)
         if change.rewrite:
             log.warning("policy %s: %s.%s: %s; the Delta replica is written again with the new schema",
                         self.name, db, name, change.reason)  # fmt: skip
@@ -389,7 +392,7 @@ class DeltaPolicyRunner(PolicyLoop):
         # (monotonic, unlike write ids, which txns may commit out of order)
         app_id = f"hivemesh:{self.name}:{db}.{name}"
         if event_id is not None:
-            done = replica.applied_version(app_id)
+            done: int | None = current.transaction_version(app_id)
             if done is not None and event_id <= done:  # committed before a restart
                 return None
         if layout.acid is not None:

@@ -27,6 +27,16 @@ __all__ = ["SparkDdlError", "run_statements"]
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
+#: Settings for the DDL process's short life on metadata-sized work (a request's ``conf`` wins):
+#: the JIT's quick tier only (the C2 compiler's warm-up costs more CPU than such a process runs),
+#: and a table's snapshot rebuilt in one task rather than Delta's default 50 (run one at a time on
+#: ``local[1]``). Neither changes what a statement does; measured on a 2-core machine, two DDL
+#: calls took 74 s of CPU without them, 26-29 s with them.
+SHORT_LIVED_CONF: dict[str, str] = {
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    "spark.databricks.delta.snapshotPartitions": "1",
+}
+
 
 class SparkDdlError(HivemeshError, RuntimeError):
     """A Delta DDL statement failed (the message holds Spark's error), or Spark could not start."""
@@ -85,6 +95,8 @@ def _main() -> int:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
     )
+    for k, v in SHORT_LIVED_CONF.items():
+        builder = builder.config(k, v)
     for k, v in (request.get("conf") or {}).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
