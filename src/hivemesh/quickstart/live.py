@@ -11,9 +11,11 @@ applier) run in this process. Steps:
 1. generate the TPC-H files (shared with the plain quickstart: ``DATA_DIR/tpch/sf<scale>``);
 2. start etcd, both metastores and both live proxies;
 3. with a SparkSession bound to onprem's live proxy, create the database and load the dimension
-   tables; with one bound to cloud's proxy (a session holds one metastore URI: the first is
-   stopped), load the fact tables (``orders``, ``lineitem``). Each write is agreed through the
-   log and applied in both zones, the files copied into the other zone's own path first;
+   tables; once cloud applied all of it, with one bound to cloud's proxy (a session holds one
+   metastore URI: the first is stopped), load the fact tables (``orders``, ``lineitem``). Each
+   write is agreed through the log and applied in both zones, the files copied into the other
+   zone's own path first (Spark's size statistics updated after each INSERT: see
+   :data:`LIVE_SPARK_CONF`);
 4. wait until both zones applied the whole log, and run ``hivemesh live check``'s comparison
    (:func:`hivemesh.live.check.check`);
 5. run the quickstart's queries with Spark in zone cloud (the session of step 3), then in zone
@@ -307,6 +309,7 @@ def run_live(
             outer.callback(session.close)  # before the live proxies stop
             for name in ZONES:
                 session.close()
+                _wait_applied(services)  # this zone holds what was written through the others
                 spark = _zone_session(session, steps, zones[name], services[name], "load tables")
                 load_zone_tables(steps, spark, files_dir, zones[name], WRITTEN_THROUGH[name], loads)
             steps.step("waiting until both zones applied every write")
