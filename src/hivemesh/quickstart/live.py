@@ -383,7 +383,8 @@ def tables_table(tables: Sequence[TableFiles]) -> Table:
 def zones_table(run: _Run, data_dir: Path) -> Table:
     """One row per zone: its live proxy, the writes agreed through the log from it, its metastore
     and store, and where its files are."""
-    t = Table(title="the zones (each a hivemesh metastore behind a live proxy)")
+    base = live_dir(data_dir)
+    t = Table(title=f"the zones: hivemesh metastores behind live proxies, in {escape(str(base))}")
     for col in ("zone", "live proxy", "writes proposed (ok)", "metastore", "store", "files"):
         t.add_column(col, overflow="fold")
     for name in ZONES:
@@ -394,8 +395,8 @@ def zones_table(run: _Run, data_dir: Path) -> Table:
             run.proxies[name],
             f"{total} ({ok})",
             run.metastores[name],
-            str(z.directory / "metastore.db"),
-            str(z.warehouse / f"{DATABASE}.db"),
+            str((z.directory / "metastore.db").relative_to(base)),
+            str((z.warehouse / f"{DATABASE}.db").relative_to(base)),
         )
     return t
 
