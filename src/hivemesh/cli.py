@@ -208,23 +208,41 @@ metastore.add_command(metastore_backup)
     help="Load Hive tables in one zone, replicate them as Delta tables into another "
     "(DATA_DIR/delta-zones) and query those with Spark and Delta.",
 )
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Two zones kept equal by Live Hive (etcd, metastores and live proxies in DATA_DIR/live): "
+    "Spark writes some tables through each zone's proxy; the queries run in both zones.",
+)
 def quickstart(
-    metastore_uri: str | None, scale: float, data_dir: Path, log_level: str, federated: bool, delta: bool
+    metastore_uri: str | None,
+    scale: float,
+    data_dir: Path,
+    log_level: str,
+    federated: bool,
+    delta: bool,
+    live: bool,
 ) -> None:
     """Load TPC-H into Hive ORC tables through Spark and check analytical queries against the files.
 
     With no --metastore-uri, starts an embedded hivemesh metastore on SQLite in DATA_DIR.
     With --federated, spreads the tables over two zones and queries them through a hivemesh proxy.
     With --delta, replicates the Hive tables as Delta Lake tables into a second zone and queries
-    those. A second run reuses the generated data and the loaded tables.
+    those. With --live, starts etcd (Debian's etcd-server) and two zones with their live proxies,
+    writes the tables through both proxies and queries each zone. A second run reuses the
+    generated data and the loaded tables.
     """
-    if (federated or delta) and metastore_uri is not None:
+    if (federated or delta or live) and metastore_uri is not None:
         raise click.UsageError(
-            "--federated and --delta start their own metastores: leave out --metastore-uri"
+            "--federated, --delta and --live start their own metastores: leave out --metastore-uri"
         )
-    if federated and delta:
-        raise click.UsageError("choose one of --federated and --delta")
+    if federated + delta + live > 1:
+        raise click.UsageError("choose one of --federated, --delta and --live")
     _setup_logging(log_level)
+    if live:
+        from hivemesh.quickstart.live import run_live
+
+        sys.exit(run_live(scale=scale, data_dir=data_dir))
     if delta:
         from hivemesh.quickstart.delta import run_delta
 

@@ -6,8 +6,10 @@ paths relative to the rule's root; :func:`data_dirs` finds them when the write i
 - adding or altering partitions (``add_partition*``, ``alter_partition*``): each partition's
   directory (its location, or the table's location and the partition name when it has none);
 - creating or altering an unpartitioned table (``create_table*``, ``alter_table*``, not views
-  nor renames, where each zone's metastore moves its own directory): the table's directory (Spark's INSERT into a table ends with an ``alter_table`` of its
-  statistics; a CTAS or an external table over existing files with the ``create_table``).
+  nor renames, where each zone's metastore moves its own directory): the table's directory (a
+  CTAS or an external table over existing files with the ``create_table``; Spark's INSERT into
+  such a table with the ``alter_table`` of its size, made only when the session sets
+  ``spark.sql.statistics.size.autoUpdate.enabled=true``).
 
 Every zone but the proposing one makes each directory equal to the proposing zone's (files copied
 by content, files the proposing zone no longer has removed: :class:`hivemesh.replication.data.DataMover`)
@@ -15,7 +17,9 @@ before it applies the command, so a reader in any zone never sees metadata point
 lacks. The proposing zone applies at once: its writers put the files there.
 
 Not covered: ``append_partition*`` (the metastore creates an empty directory in each zone),
-``add_partitions_pspec``, and files written without any metastore call (found by ``live check``).
+``add_partitions_pspec``, and files written without any metastore call (Spark's INSERT into an
+unpartitioned table without that setting, or into an existing partition by its default writer):
+they stay in the writing zone until a write naming their directory.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from rich.markup import escape
 from hivemesh.quickstart.embedded import EmbeddedKind, embedded_metastore
 from hivemesh.quickstart.load import LoadResult, create_database, load_table, load_tpch, register_file_views
 from hivemesh.quickstart.queries import QUERIES, Query, QueryResult, run_queries, run_query
-from hivemesh.quickstart.report import print_results, step_progress
+from hivemesh.quickstart.report import print_failure, print_results, step_progress
 from hivemesh.quickstart.session import quickstart_session
 from hivemesh.quickstart.tpch import TABLES, GenerateResult, generate, scale_dir
 
@@ -98,10 +98,7 @@ def run(
                 progress.advance(task)
             progress.update(task, description="done")
         except Exception as e:
-            log.exception("quickstart failed")
-            progress.stop()
-            first_line = (str(e).strip().splitlines() or [""])[0]
-            console.print(f"[red]quickstart failed:[/red] {escape(f'{type(e).__name__}: {first_line}')}")
+            print_failure(console, progress, "quickstart", e)
             return 1
     elapsed = time.perf_counter() - started
     _print_summary(console, gen, loads, results, uri, elapsed)

@@ -37,7 +37,7 @@ from hivemesh.config import MetastoreConfig
 from hivemesh.metastore.service import MetastoreService
 from hivemesh.quickstart.load import LoadResult, create_database, load_table, register_file_views
 from hivemesh.quickstart.queries import QUERIES, QueryResult, run_query
-from hivemesh.quickstart.report import print_results, step_progress
+from hivemesh.quickstart.report import print_failure, print_results, step_progress
 from hivemesh.quickstart.session import quickstart_session
 from hivemesh.quickstart.tpch import TABLES, generate, scale_dir
 
@@ -189,12 +189,7 @@ def run_delta(scale: float, data_dir: Path, *, console: Console | None = None) -
             replicas = _replicas(services[TARGET_ZONE].uri)
             progress.update(task, description="done")
         except Exception as e:
-            log.exception("quickstart --delta failed")
-            progress.stop()
-            first_line = (str(e).strip().splitlines() or [""])[0]
-            console.print(
-                f"[red]quickstart --delta failed:[/red] {escape(f'{type(e).__name__}: {first_line}')}"
-            )
+            print_failure(console, progress, "quickstart --delta", e)
             return 1
     elapsed = time.perf_counter() - started
     _print_summary(console, loads, replicas, replicate_s, mesh, results, elapsed)

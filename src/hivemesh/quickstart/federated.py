@@ -43,8 +43,8 @@ from hivemesh.config import MetastoreConfig
 from hivemesh.federation.service import ProxyService
 from hivemesh.metastore.service import MetastoreService
 from hivemesh.quickstart.load import LoadResult, create_database, load_table, register_file_views
-from hivemesh.quickstart.queries import QUERIES, QueryResult, run_query
-from hivemesh.quickstart.report import print_results, step_progress
+from hivemesh.quickstart.queries import QUERIES, FileResults, Query, QueryResult, run_query
+from hivemesh.quickstart.report import print_failure, print_results, step_progress
 from hivemesh.quickstart.session import quickstart_session
 from hivemesh.quickstart.tpch import TABLES, GenerateResult, generate, scale_dir
 
@@ -189,7 +189,7 @@ def _placements(proxy_uri: str, loads: dict[str, LoadResult], data_dir: Path) ->
     return out
 
 
-class _Steps:
+class Steps:
     """The run's progress bar: :meth:`step` names the step under way, :meth:`done` counts it."""
 
     def __init__(self, progress: Progress, total: int):
@@ -205,8 +205,8 @@ class _Steps:
         self.progress.advance(self.task)
 
 
-def _load_zone_tables(
-    steps: _Steps,
+def load_zone_tables(
+    steps: Steps,
     spark: SparkSession,
     files_dir: Path,
     zone: Zone,
@@ -222,7 +222,7 @@ def _load_zone_tables(
         steps.done()
 
 
-def _load_cloud_zone(steps: _Steps, cloud: Zone, files_dir: Path, loads: dict[str, LoadResult]) -> None:
+def _load_cloud_zone(steps: Steps, cloud: Zone, files_dir: Path, loads: dict[str, LoadResult]) -> None:
     """Step 2: serve the cloud zone's metastore on its own and load the fact tables with a
     SparkSession bound to it directly (the proxy would refuse: cloud is read-only through it).
     Both are stopped before returning."""
@@ -236,11 +236,11 @@ def _load_cloud_zone(steps: _Steps, cloud: Zone, files_dir: Path, loads: dict[st
         spark = quickstart_session(service.uri, cloud.directory)
         stack.callback(spark.stop)  # before its metastore stops
         steps.done()
-        _load_zone_tables(steps, spark, files_dir, cloud, CLOUD_TABLES, loads)
+        load_zone_tables(steps, spark, files_dir, cloud, CLOUD_TABLES, loads)
 
 
 def _serve_both_zones(
-    stack: ExitStack, steps: _Steps, data_dir: Path, onprem: Zone, cloud: Zone
+    stack: ExitStack, steps: Steps, data_dir: Path, onprem: Zone, cloud: Zone
 ) -> tuple[ProxyService, SparkSession, Path]:
     """Step 3's start: write mesh.yaml, start the proxy over both zones and a SparkSession bound to
     it, both stopped when ``stack`` closes (the session first). Returns (proxy, session, mesh.yaml)."""
@@ -256,16 +256,30 @@ def _serve_both_zones(
     return proxy, spark, mesh
 
 
-def _run_queries(steps: _Steps, spark: SparkSession, files_dir: Path) -> list[QueryResult]:
-    """Step 4: every quickstart query over the tables through the proxy, checked against the files."""
-    views = register_file_views(spark, files_dir)
-    tables = proxy_tables()
+def query_steps(
+    steps: Steps,
+    spark: SparkSession,
+    queries: Sequence[Query],
+    views: dict[str, str],
+    *,
+    where: str = "",
+    tables: dict[str, str] | None = None,
+    file_results: FileResults | None = None,
+) -> list[QueryResult]:
+    """Each of ``queries`` on the tables of database :data:`DATABASE` (or ``tables``) checked
+    against the file ``views`` (:func:`run_query`), a step each (``query <name><where>``)."""
     results = []
-    for query in QUERIES:
-        steps.step(f"query {query.name}")
-        results.append(run_query(spark, query, DATABASE, views, tables=tables))
+    for query in queries:
+        steps.step(f"query {query.name}{where}")
+        results.append(run_query(spark, query, DATABASE, views, tables=tables, file_results=file_results))
         steps.done()
     return results
+
+
+def _run_queries(steps: Steps, spark: SparkSession, files_dir: Path) -> list[QueryResult]:
+    """Step 4: every quickstart query over the tables through the proxy, checked against the files."""
+    views = register_file_views(spark, files_dir)
+    return query_steps(steps, spark, QUERIES, views, tables=proxy_tables())
 
 
 def run_federated(scale: float, data_dir: Path, *, console: Console | None = None) -> int:
@@ -282,14 +296,14 @@ def run_federated(scale: float, data_dir: Path, *, console: Console | None = Non
     loads: dict[str, LoadResult] = {}
     with ExitStack() as outer:
         progress = outer.enter_context(step_progress(console))
-        steps = _Steps(progress, total=4 + len(TABLES) + len(QUERIES))
+        steps = Steps(progress, total=4 + len(TABLES) + len(QUERIES))
         try:
             steps.step(f"generating TPC-H sf{scale:g}")
             gen = generate(scale, files_dir)
             steps.done()
             _load_cloud_zone(steps, cloud, files_dir, loads)
             proxy, spark, mesh = _serve_both_zones(outer, steps, data_dir, onprem, cloud)
-            _load_zone_tables(steps, spark, files_dir, onprem, PRIMARY_TABLES, loads)
+            load_zone_tables(steps, spark, files_dir, onprem, PRIMARY_TABLES, loads)
             steps.step("asking the proxy where the tables live")
             databases = sorted(r[0] for r in spark.sql("SHOW DATABASES").collect())
             placements = _placements(proxy.uri, loads, data_dir)
@@ -299,10 +313,7 @@ def run_federated(scale: float, data_dir: Path, *, console: Console | None = Non
             proxy_uri = proxy.uri
             steps.step("done")
         except Exception as e:
-            log.exception("federated quickstart failed")
-            progress.stop()
-            first_line = (str(e).strip().splitlines() or [""])[0]
-            console.print(f"[red]quickstart failed:[/red] {escape(f'{type(e).__name__}: {first_line}')}")
+            print_failure(console, progress, "quickstart", e)
             return 1
     elapsed = time.perf_counter() - started
     _print_summary(console, gen, list(loads.values()), placements, databases, calls, proxy_uri, mesh)

@@ -188,6 +188,10 @@ QUERIES: tuple[Query, ...] = (
 )
 
 
+FileResults = dict[str, tuple[list[tuple[Any, ...]], float]]
+"""Query name -> (rows, seconds) of the query over the Parquet files (see :func:`run_query`)."""
+
+
 def _collect(spark: SparkSession, sql: str) -> tuple[list[tuple[Any, ...]], float]:
     start = time.perf_counter()
     rows = [tuple(r) for r in spark.sql(sql).collect()]
@@ -206,12 +210,15 @@ def run_query(
     views: dict[str, str],
     *,
     tables: dict[str, str] | None = None,
+    file_results: FileResults | None = None,
 ) -> QueryResult:
     """Run ``query`` on ``database``'s tables and on the file ``views``; compare the results.
 
     ``tables``: table -> qualified name to read instead of ``database.table`` (tables spread over
-    several databases, e.g. the zones of a federation). An error on either side is reported as a
-    mismatch (with the error in ``detail``), not raised.
+    several databases, e.g. the zones of a federation). ``file_results``: the file side's rows by
+    query, read from it when it holds ``query`` (``views`` are then not used), filled when not: the
+    tables of several zones checked against one reading of the files. An error on either side is
+    reported as a mismatch (with the error in ``detail``), not raised.
     """
     names = tables if tables is not None else {t: f"`{database}`.`{t}`" for t in TABLES}
     try:
@@ -220,7 +227,12 @@ def run_query(
         log.error("query %s failed on the metastore tables: %s", query.name, e)
         return QueryResult(query.name, 0, 0.0, 0.0, False, f"metastore tables: {_summary(e)}")
     try:
-        file_rows, files_seconds = _collect(spark, query.render(views))
+        if file_results is not None and query.name in file_results:
+            file_rows, files_seconds = file_results[query.name]
+        else:
+            file_rows, files_seconds = _collect(spark, query.render(views))
+            if file_results is not None:
+                file_results[query.name] = (file_rows, files_seconds)
     except Exception as e:
         log.error("query %s failed on the Parquet files: %s", query.name, e)
         return QueryResult(query.name, len(hive_rows), seconds, 0.0, False, f"Parquet files: {_summary(e)}")

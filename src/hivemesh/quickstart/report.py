@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +21,8 @@ from rich.progress import (
 from rich.table import Table
 
 from hivemesh.quickstart.queries import QueryResult
+
+log = logging.getLogger(__name__)
 
 MATCH = "[green]✓[/green]"
 MISMATCH = "[red]✗[/red]"
@@ -53,6 +56,15 @@ def step_progress(console: Console) -> Progress:
     """A progress bar with the current step's description, ``done/total`` and elapsed time; when
     ``console`` is not a terminal, a line per step instead."""
     return _StepProgress(console)
+
+
+def print_failure(console: Console, progress: Progress, what: str, error: BaseException) -> None:
+    """Log ``error`` with its traceback, stop ``progress`` and print ``<what> failed: <exception
+    type>: <its first line>`` in red."""
+    log.error("%s failed", what, exc_info=error)
+    progress.stop()
+    first_line = (str(error).strip().splitlines() or [""])[0]
+    console.print(f"[red]{escape(what)} failed:[/red] {escape(f'{type(error).__name__}: {first_line}')}")
 
 
 def results_table(results: Sequence[QueryResult], title: str | None = None) -> Table:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -56,10 +57,14 @@ def write_log4j2_config(path: Path, level: str) -> Path:
 
 
 def quickstart_session(
-    metastore_uri: str | None, data_dir: Path, master: str = "local[2]", delta: bool = False
+    metastore_uri: str | None,
+    data_dir: Path,
+    master: str = "local[2]",
+    delta: bool = False,
+    conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A SparkSession for the quickstart whose warehouse is ``data_dir/warehouse``; ``delta``:
-    Delta Lake for Spark on (see :func:`hivemesh.spark.session`).
+    Delta Lake for Spark on (see :func:`hivemesh.spark.session`); ``conf``: more Spark settings.
 
     ``metastore_uri``: ``thrift://host:port`` of a Hive metastore; None uses Spark's own embedded
     Derby catalog in ``data_dir/derby`` (a development fallback: no Thrift metastore involved).
@@ -72,15 +77,16 @@ def quickstart_session(
     level = spark_log_level()
     log4j2 = write_log4j2_config(data_dir / "spark-log4j2.properties", level)
     java_opts = [f"-Dlog4j2.configurationFile={log4j2.as_uri()}"]
-    conf = dict(QUICKSTART_CONF)
+    settings = dict(QUICKSTART_CONF)
     if delta:
-        conf.update(QUICKSTART_DELTA_CONF)
+        settings.update(QUICKSTART_DELTA_CONF)
+    settings.update(conf or {})
     if metastore_uri is None:
-        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+        settings["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
             f"jdbc:derby:;databaseName={data_dir / 'derby'};create=true"
         )
         java_opts.append(f"-Dderby.stream.error.file={data_dir / 'derby.log'}")
-    conf["spark.driver.extraJavaOptions"] = " ".join(java_opts)
+    settings["spark.driver.extraJavaOptions"] = " ".join(java_opts)
     log.info("starting Spark (%s) on metastore %s", master, metastore_uri or "embedded Derby")
     spark = hivemesh.spark.session(
         metastore_uri or "",
@@ -88,7 +94,7 @@ def quickstart_session(
         app_name="hivemesh-quickstart",
         master=master,
         delta=delta,
-        **conf,
+        **settings,
     )
     spark.sparkContext.setLogLevel(level)
     logging.getLogger("py4j").setLevel(logging.WARNING)
