@@ -33,11 +33,11 @@ from hive_metastore.ttypes import (
 )
 
 from hivemesh.client.metastore import MetastoreClient
-from hivemesh.config import MetastoreConfig
 from hivemesh.live.log import CommandLog
 from hivemesh.live.service import LiveService
 from hivemesh.metastore.service import MetastoreService
 from tests.support.etcd import EtcdCluster
+from tests.support.live import start_metastore
 from tests.support.live_process import LiveProcess
 from tests.support.servers import ThriftClient
 
@@ -99,11 +99,7 @@ class Zones:
         )
 
     def start_metastore(self, zone: str) -> None:
-        root = self.base / zone
-        cfg = MetastoreConfig(  # type: ignore[call-arg]
-            db=f"sqlite:///{root / 'ms.db'}", warehouse=str(root / "wh"), port=self.ports.get(zone, 0)
-        )
-        svc = MetastoreService(cfg).start()
+        svc = start_metastore(self.base / zone, self.ports.get(zone, 0))
         assert svc.server is not None
         self.metastores[zone], self.ports[zone] = svc, svc.server.port
 

@@ -41,14 +41,13 @@ from thrift.Thrift import TException
 from thrift.transport.TTransport import TTransportException
 
 from hivemesh.client.metastore import MetastoreClient
-from hivemesh.config import MetastoreConfig
 from hivemesh.live.check import check, open_zones
 from hivemesh.live.config import load_live_config
 from hivemesh.live.log import CommandLog
 from hivemesh.live.service import LiveService
 from hivemesh.metastore.service import MetastoreService
 from tests.support.etcd import EtcdCluster
-from tests.support.live import table
+from tests.support.live import start_metastore, table
 from tests.support.live_process import LiveProcess
 from tests.support.relay import Relay
 from tests.support.servers import ThriftClient
@@ -116,11 +115,7 @@ class Zones:
         return path
 
     def start_metastore(self, zone: str) -> None:
-        root = self.base / zone
-        cfg = MetastoreConfig(  # type: ignore[call-arg]
-            db=f"sqlite:///{root / 'ms.db'}", warehouse=str(root / "wh"), port=self.ports.get(zone, 0)
-        )
-        svc = MetastoreService(cfg).start()
+        svc = start_metastore(self.base / zone, self.ports.get(zone, 0))
         assert svc.server is not None
         self.metastores[zone], self.ports[zone] = svc, svc.server.port
 

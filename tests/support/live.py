@@ -49,7 +49,9 @@ class Zone:
         return ThriftClient("127.0.0.1", self.proxy.server.port)
 
 
-def _metastore(root: Path, port: int = 0) -> MetastoreService:
+def start_metastore(root: Path, port: int = 0) -> MetastoreService:
+    """A hivemesh metastore on SQLite under ``root`` (``ms.db``, warehouse ``wh``), on ``port``
+    (0: a free one; the same port again for a restart)."""
     cfg = MetastoreConfig(db=f"sqlite:///{root / 'ms.db'}", warehouse=str(root / "wh"), port=port)  # type: ignore[arg-type]
     return MetastoreService(cfg).start()
 
@@ -96,7 +98,7 @@ def live_mesh(etcd_cluster: EtcdCluster, base: Path) -> Iterator[Mesh]:
     for name in ZONES:
         root = base / name
         root.mkdir()
-        zones[name] = Zone(name, root, _metastore(root))
+        zones[name] = Zone(name, root, start_metastore(root))
     config = base / "mesh.yaml"
     config.write_text(
         yaml.safe_dump(

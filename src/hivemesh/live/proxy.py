@@ -197,26 +197,22 @@ class LiveCatalog(Federation):
         try:
             position = self.command_log.append(request_id, encode(command))
         except LogUnavailable as e:
-            self.applier.forget(request_id)
-            self._observed(method, "unknown")
-            raise MetaException(
-                f"hivemesh live: outcome of {method} unknown: the command log is unavailable ({e}); a "
-                f"member may still have taken the command, and then it is applied in every zone once the "
-                f"cluster has a quorum again (request {request_id})"
-            ) from e
+            raise self._gave_up(
+                request_id, method, "unknown",
+                f"outcome of {method} unknown: the command log is unavailable ({e}); a member may still "
+                "have taken the command, and then it is applied in every zone once the cluster has a "
+                "quorum again",
+            ) from e  # fmt: skip
         except LiveError as e:
-            self.applier.forget(request_id)
-            self._observed(method, "refused")
-            raise MetaException(f"hivemesh live: {method} not agreed: {e} (request {request_id})") from e
+            raise self._gave_up(request_id, method, "refused", f"{method} not agreed: {e}") from e
         outcome = waiter.wait(self.wait_s)
         if outcome is None:
-            self.applier.forget(request_id)
-            self._observed(method, "unknown")
-            raise MetaException(
-                f"hivemesh live: outcome of {method} unknown: agreed at log position {position} (request "
-                f"{request_id}), not applied in zone {self.zone} within {self.wait_s:g}s; it will be applied "
-                f"in every zone (last error: {self.applier.last_error})"
-            )
+            raise self._gave_up(
+                request_id, method, "unknown",
+                f"outcome of {method} unknown: agreed at log position {position}, not applied in zone "
+                f"{self.zone} within {self.wait_s:g}s; it will be applied in every zone (last error: "
+                f"{self.applier.last_error})",
+            )  # fmt: skip
         if outcome.error is None:
             self._observed(method, "ok")
             return outcome.value
@@ -229,6 +225,12 @@ class LiveCatalog(Federation):
             )
         self._observed(method, type(outcome.error).__name__)
         raise outcome.error
+
+    def _gave_up(self, request_id: str, method: str, outcome: str, text: str) -> MetaException:
+        """The MetaException of a proposal this call stops waiting for (its waiter dropped)."""
+        self.applier.forget(request_id)
+        self._observed(method, outcome)
+        return MetaException(f"hivemesh live: {text} (request {request_id})")
 
     def _observed(self, method: str, outcome: str) -> None:
         if self.observe_proposal is not None:
