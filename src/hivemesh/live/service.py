@@ -157,14 +157,7 @@ class LiveService:
         logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)
         live, zcfg = self.cfg.live, self.cfg.zones[self.zone]
         self.log = CommandLog(live.etcd)
-        client = MetastoreClient(
-            zcfg.metastore,
-            timeout_s=60.0,
-            retries=0,
-            connect=False,
-            tls=zcfg.tls_context(),
-            kerberos=zcfg.kerberos_initiator(),
-        )
+        client = self._zone_client()
         try:
             self.store = ReplicationStore(live.store)
         except Exception as e:
@@ -173,14 +166,7 @@ class LiveService:
         self.copier = DataCopier(self.cfg, self.zone, self.store, live.copy_threads)
         log_, copier, cfg = self.log, self.copier, self.cfg
         windows = ApplyWindows()
-        watcher_client = MetastoreClient(
-            zcfg.metastore,
-            timeout_s=60.0,
-            retries=0,
-            connect=False,
-            tls=zcfg.tls_context(),
-            kerberos=zcfg.kerberos_initiator(),
-        )
+        watcher_client = self._zone_client()
         self.watcher = OutOfBandWatcher(
             self.zone, live, watcher_client, windows, idle=lambda fn: applier.when_idle(fn)
         )
@@ -258,6 +244,19 @@ class LiveService:
         )  # fmt: skip
         return self
 
+    def _zone_client(self) -> MetastoreClient:
+        """A client of this zone's metastore that connects on first use; no retries of its own
+        (the applier and the watcher retry a whole step)."""
+        z = self.cfg.zones[self.zone]
+        return MetastoreClient(
+            z.metastore,
+            timeout_s=60.0,
+            retries=0,
+            connect=False,
+            tls=z.tls_context(),
+            kerberos=z.kerberos_initiator(),
+        )
+
     def health(self) -> tuple[bool, dict[str, Any]]:
         """(healthy, details): the zone's metastore answers and the applier is within the lag bound."""
         assert self.catalog is not None and self.applier is not None
@@ -277,18 +276,9 @@ class LiveService:
 
     def stop(self) -> None:
         """Stop serving and applying; close connections."""
-        if self.server is not None:
-            self.server.stop()
-        if self.http is not None:
-            self.http.stop()
-        if self.poller is not None:
-            self.poller.stop()
-        if self.compactor is not None:
-            self.compactor.stop()
-        if self.watcher is not None:
-            self.watcher.stop()
-        if self.applier is not None:
-            self.applier.stop()
+        for part in (self.server, self.http, self.poller, self.compactor, self.watcher, self.applier):
+            if part is not None:
+                part.stop()
         if self.catalog is not None:
             self.catalog.close()
             for m in self.catalog.registry.members:
