@@ -393,3 +393,36 @@ def test_out_of_band_writes_are_found_in_the_zones_notification_log(mesh: Mesh) 
     west_status = report(result, 0)["zones"]["west"]
     assert west_status["out_of_band"] >= 1 and west_status["last_out_of_band"]["object"] == "fin_oob.sneaky"
     assert "out-of-band writes" in live(mesh, "status").output
+
+
+def test_data_files_are_compared_and_mended_on_request(mesh: Mesh) -> None:
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with east.via_proxy() as c:
+        c.create_database(Database(name="fin_files"))
+        c.create_table(table("fin_files", "flat", partitioned=False))
+        c.create_table(table("fin_files", "parted"))
+        c.add_partitions([Partition(values=["a"], dbName="fin_files", tableName="parted", parameters={})])
+    mesh.wait_caught_up()
+    east_db, west_db = Path(east.live_path) / "fin_files.db", Path(west.live_path) / "fin_files.db"
+    for d in (east_db, west_db):
+        (d / "flat").mkdir(parents=True, exist_ok=True)
+        (d / "parted" / "ds=a").mkdir(parents=True, exist_ok=True)
+        (d / "flat" / "part-0").write_text("same\n")
+    (east_db / "parted" / "ds=a" / "part-0").write_text("east's rows\n")  # west lacks it
+    (west_db / "flat" / "part-0").write_text("same!\n")  # a different size
+    (west_db / "flat" / "stray").write_text("x\n")  # a file east does not have
+    assert report(live(mesh, "check", "--json"), 0)["consistent"]  # metadata alone: the same
+    found = report(live(mesh, "check", "--data", "--json"), 1)["divergences"]
+    assert {(d["object"], d["name"]) for d in found} == {
+        ("table_data", "fin_files.flat"),
+        ("partition_data", "fin_files.parted/ds=a"),
+    }
+    assert report(live(mesh, "repair", "--from", "east", "--data", "--json"), 0)["consistent"]
+    assert (west_db / "flat" / "part-0").read_text() == "same\n"
+    assert not (west_db / "flat" / "stray").exists()  # the directory mirrors east's
+    assert (west_db / "parted" / "ds=a" / "part-0").read_text() == "east's rows\n"
+    assert (east_db / "flat" / "part-0").read_text() == "same\n"  # the source untouched
+    with_md5 = live(mesh, "check", "--data", "--checksums", "--json")  # other tests' files differ by content
+    assert [
+        d["name"] for d in json.loads(with_md5.output)["divergences"] if d["name"].startswith("fin_files")
+    ] == []

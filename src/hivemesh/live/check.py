@@ -54,8 +54,12 @@ What is not compared, and why:
   ``get_partitions_statistics_req`` return them (column type and statistics data per column);
   ``ColumnStatisticsDesc.lastAnalyzed`` is not among what those return.
 
-Not compared at all here: data files (by size and checksum), constraints (primary, foreign,
-unique, not null, default, check), and objects outside every rule.
+Data files (``data=True``, ``live check --data``): the files below the directory of each
+unpartitioned table and each partition, by path relative to it and size (``checksums=True``: and
+MD5), hidden temporaries left out, compared as objects ``table_data`` and ``partition_data``
+among the zones holding the table or partition (a listing that fails is a difference naming the
+error). Not compared at all: constraints (primary, foreign, unique, not null, default, check), and
+objects outside every rule.
 """
 
 from __future__ import annotations
@@ -72,7 +76,9 @@ from hivemesh.hive.names import make_part_name
 from hivemesh.live.commands import NEUTRAL
 from hivemesh.live.config import LiveFile, LiveRule, neutral
 from hivemesh.live.errors import LiveError
+from hivemesh.replication.data import ZoneStorage
 from hivemesh.replication.verify import PARTITION_BATCH, describe_differences
+from hivemesh.storage.copy import checksum, list_tree
 from hivemesh.storage.locations import location_key
 
 __all__ = [
@@ -94,8 +100,11 @@ OBJECTS = (
     "table_column_statistics",
     "partition",
     "partition_column_statistics",
+    "table_data",
+    "partition_data",
 )
-"""The kinds of objects compared, in the order a report lists them."""
+"""The kinds of objects compared, in the order a report lists them (the ``*_data`` ones only with
+``data=True``: the files of unpartitioned tables and of partitions)."""
 
 _KEY = "the object's name, by which zones are matched"
 _CREATE = "stamped by a metastore's own clock on create (Hive's create_table, add_partition)"
@@ -324,9 +333,17 @@ def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
 class _Comparison:
     """One rule compared across zones; divergences collected in ``out``."""
 
-    def __init__(self, rule: LiveRule, readers: dict[str, _ZoneReader]) -> None:
+    def __init__(
+        self,
+        rule: LiveRule,
+        readers: dict[str, _ZoneReader],
+        storages: Mapping[str, ZoneStorage] | None = None,
+        checksums: bool = False,
+    ) -> None:
         self.rule = rule
         self.readers = readers
+        self.storages = storages  # None: data files are not compared
+        self.checksums = checksums
         self.out: list[Divergence] = []
         self.compared: dict[str, int] = dict.fromkeys(OBJECTS, 0)
 
@@ -368,6 +385,24 @@ class _Comparison:
                 problems,
             )
         )
+
+    def compare_data(self, kind: str, name: str, locations: Mapping[str, str]) -> None:
+        """Compare the files below each zone's directory of object ``name`` (zone -> location)."""
+        if self.storages is None:
+            return
+        dumps: dict[str, Any] = {}
+        for z, location in locations.items():
+            try:
+                fs, root = self.storages[z].resolve(location)
+                files = {f.path: f.size for f in list_tree(fs, root)}
+                if self.checksums:
+                    base = root.rstrip("/")
+                    dumps[z] = {p: [n, checksum(fs, f"{base}/{p}")] for p, n in files.items()}
+                else:
+                    dumps[z] = files
+            except (OSError, ValueError) as e:
+                dumps[z] = {"listing failed": f"{type(e).__name__}: {e}"}
+        self.compare(kind, name, dumps, list(locations))
 
     def names(self, zones: Iterable[str], fn: Callable[[_ZoneReader], Iterable[str]]) -> dict[str, set[str]]:
         """Per zone of ``zones``, the names ``fn`` lists there."""
@@ -431,6 +466,9 @@ class _Comparison:
                 dumps = {z: s[col] for z, s in stats.items() if col in s}
                 self.compare("table_column_statistics", f"{name}.{col}", dumps, zones)
         keys = {z: [k.name for k in tbl.partitionKeys or []] for z, tbl in found.items()}
+        flat = {z: tbl.sd.location for z, tbl in found.items() if not keys[z] and tbl.sd and tbl.sd.location}
+        if flat and not any(tbl.tableType in ("VIRTUAL_VIEW", "MATERIALIZED_VIEW") for tbl in found.values()):
+            self.compare_data("table_data", name, flat)
         zones = [z for z in zones if keys[z]]
         if zones:
             self.partitions(db, t, zones, keys, cols)
@@ -445,6 +483,7 @@ class _Comparison:
         for chunk in _chunks(sorted(set().union(*names.values())), PARTITION_BATCH):
             parts: dict[str, dict[str, Any]] = {}
             stats: dict[str, dict[str, dict[str, Any]]] = {}
+            locations: dict[str, dict[str, str]] = {}  # partition -> zone -> its directory
             for z in zones:
                 r = self.readers[z]
                 present = [n for n in chunk if n in names[z]]
@@ -454,6 +493,8 @@ class _Comparison:
                 for p in r.call("get_partitions_by_names", db, t, present) or []:
                     pname = make_part_name(keys[z], p.values)
                     parts[z][pname] = r.dump("partition", f"{table}/{pname}", p)
+                    if p.sd is not None and p.sd.location:
+                        locations.setdefault(pname, {})[z] = p.sd.location
                 if cols:
                     req = PartitionsStatsRequest(
                         dbName=db, tblName=t, colNames=cols, partNames=present, engine="hive"
@@ -472,6 +513,8 @@ class _Comparison:
                 for col in sorted(set().union(*(s.keys() for s in per_col.values()))):
                     dumps = {z: s[col] for z, s in per_col.items() if col in s}
                     self.compare("partition_column_statistics", f"{full}.{col}", dumps, holding)
+                if pname in locations:
+                    self.compare_data("partition_data", full, locations[pname])
 
 
 def open_zones(cfg: LiveFile, *, timeout_s: float = 60.0) -> dict[str, MetastoreClient]:
@@ -504,11 +547,14 @@ def check(
     rule: str | None = None,
     positions: dict[str, int] | None = None,
     head: int | None = None,
+    data: bool = False,
+    checksums: bool = False,
 ) -> CheckReport:
     """Compare every zone's objects of the live rules (only rule ``rule`` when given) and return
     the :class:`CheckReport` (see the module doc for what is compared). ``clients``: one per zone
     of ``cfg.zones`` (:func:`open_zones`); ``positions``/``head``: the zones' log positions and
-    the log's head, copied into the report.
+    the log's head, copied into the report; ``data``: compare the data files too (by size, and
+    with ``checksums`` by MD5, read from each zone's storage with its ``s3`` settings).
 
     Raises ValueError (``rule`` names no rule; a zone without a client) and ZoneUnavailable (a
     zone's metastore failed to answer; the message names the zone).
@@ -523,7 +569,10 @@ def check(
     divergences: list[Divergence] = []
     compared: dict[str, int] = dict.fromkeys(OBJECTS, 0)
     for r in rules:
-        run = _Comparison(r, {z: _ZoneReader(z, clients[z], r) for z in sorted(cfg.zones)})
+        storages = {z: ZoneStorage(cfg.zones[z].s3) for z in cfg.zones} if data else None
+        run = _Comparison(
+            r, {z: _ZoneReader(z, clients[z], r) for z in sorted(cfg.zones)}, storages, checksums
+        )
         run.run()
         divergences += run.out
         for k, n in run.compared.items():

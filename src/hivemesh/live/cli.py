@@ -199,11 +199,14 @@ def _open(cfg: LiveFile) -> Any:
 @live.command()
 @_config_option
 @click.option("--rule", default=None, help="Check this live rule only (default: all).")
+@click.option("--data", is_flag=True, help="Compare the data files too (paths and sizes).")
+@click.option("--checksums", is_flag=True, help="With --data: compare the files' MD5 too (reads every file).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def check(config_path: str, rule: str | None, as_json: bool) -> None:
+def check(config_path: str, rule: str | None, data: bool, checksums: bool, as_json: bool) -> None:
     """Compare every zone's databases, tables, partitions, column statistics and functions of the
-    live rules (canonical dumps, locations relative to each zone's rule path) and list each object
-    that differs, with the zones and the fields. Exit 0: consistent; 1: differences; 2: the check
+    live rules (canonical dumps, locations relative to each zone's rule path; with --data, the
+    files of each table and partition directory too) and list each object that differs, with the
+    zones and the fields. Exit 0: consistent; 1: differences; 2: the check
     could not run (bad configuration, a zone's metastore unreachable: the error names the zone)."""
     from hivemesh.live.check import check as run_check
 
@@ -211,7 +214,15 @@ def check(config_path: str, rule: str | None, as_json: bool) -> None:
     positions, head, why = _log_positions(cfg)
     clients = _open(cfg)
     try:
-        report = run_check(cfg, clients, rule=rule, positions=positions, head=head)
+        report = run_check(
+            cfg,
+            clients,
+            rule=rule,
+            positions=positions,
+            head=head,
+            data=data or checksums,
+            checksums=checksums,
+        )
     except (ValueError, HivemeshError) as e:
         raise _Failure(str(e)) from e
     finally:
@@ -237,13 +248,19 @@ def check(config_path: str, rule: str | None, as_json: bool) -> None:
     show_default=True,
     help="Seconds to wait for the source zone to reach the log's head, then for every zone to apply the repair.",
 )
+@click.option(
+    "--data", is_flag=True, help="Mend differing data files too: every zone's copy made equal to --from's."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @click.argument("objects", nargs=-1)
-def repair(config_path: str, source: str, timeout_s: float, as_json: bool, objects: tuple[str, ...]) -> None:
+def repair(
+    config_path: str, source: str, timeout_s: float, data: bool, as_json: bool, objects: tuple[str, ...]
+) -> None:
     """Make every zone equal to zone --from for OBJECTS (`db` or `db.table`; default: everything
     `check` finds different), by appending ordinary commands to the command log (creates,
-    alters and drops with deleteData=False: no data file is ever deleted), waiting until every
-    zone applied them, then checking again. Exit 0: consistent after; 1: differences remain, or a
+    alters and drops with deleteData=False: no data file is deleted), waiting until every
+    zone applied them, then checking again. With --data, differing data directories are made
+    equal to --from's too (copied by content; files --from lacks are removed from the others' copies). Exit 0: consistent after; 1: differences remain, or a
     zone did not apply the repair in time; 2: the repair could not run."""
     from hivemesh.live.repair import repair as run_repair
     from hivemesh.live.repair import select
@@ -258,7 +275,7 @@ def repair(config_path: str, source: str, timeout_s: float, as_json: bool, objec
     clients = _open(cfg)
     try:
         with CommandLog(cfg.live.etcd) as log:
-            result = run_repair(cfg, log, clients, source, objects, timeout_s=timeout_s)
+            result = run_repair(cfg, log, clients, source, objects, timeout_s=timeout_s, data=data)
     except (ValueError, HivemeshError) as e:
         raise _Failure(str(e)) from e
     finally:

@@ -23,7 +23,11 @@ after the writes before them and before the writes after them. Steps (:func:`rep
    - another zone has it, ZONE does not: ``drop_database`` (``deleteData=False``, cascade),
      ``drop_table`` (``deleteData=False``), ``drop_partitions_req`` (``deleteData=False``,
      ``ifExists``), ``drop_function``, ``delete_table_column_statistics`` /
-     ``delete_partition_column_statistics``. **No command ever deletes data files.**
+     ``delete_partition_column_statistics``. **No such command deletes data files.**
+   - only with ``data=True``, a data directory that differs (``table_data``, ``partition_data``):
+     ZONE's definition of the table (``alter_table``) or partition (``alter_partitions``)
+     proposed again, naming the directory, which every other zone then makes equal to ZONE's
+     (:mod:`hivemesh.live.data`: files ZONE lacks are removed from that zone's copy).
 
    Definitions travel without ids, write ids, catalog names and grants (see
    :data:`hivemesh.live.check.EXCLUDED_FIELDS`). Column statistics are sent with the repair's
@@ -55,7 +59,7 @@ import getpass
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hive_metastore.ttypes import (
@@ -75,6 +79,7 @@ from hivemesh.hive.hms_methods import args_struct
 from hivemesh.live.check import CheckReport, Divergence, check, read_zone
 from hivemesh.live.commands import Command, encode, pin
 from hivemesh.live.config import LiveFile, LiveRule
+from hivemesh.live.data import data_dirs
 from hivemesh.live.errors import LiveError
 from hivemesh.live.log import CommandLog
 from hivemesh.replication.verify import PARTITION_BATCH
@@ -432,6 +437,36 @@ class _Planner:
             return
         self.partition_stats(m.rule, db, self.read("get_table", db, name), [pname], [col])
 
+    def _mend_table_data(self, m: _Mend) -> None:
+        db, name = m.d.name.split(".", 1)
+        if m.has:
+            self.add_with_data(
+                m.rule,
+                f"data of table {m.d.name}",
+                "alter_table",
+                db,
+                name,
+                _scrub(self.read("get_table", db, name)),
+            )
+
+    def _mend_partition_data(self, m: _Mend) -> None:
+        qualified, pname = m.d.name.split("/", 1)
+        db, name = qualified.split(".", 1)
+        if m.has:
+            parts = [_scrub(p) for p in self.read("get_partitions_by_names", db, name, [pname]) or []]
+            self.add_with_data(m.rule, f"data of partition {m.d.name}", "alter_partitions", db, name, parts)
+
+    def add_with_data(self, rule: LiveRule, what: str, method: str, *argv: Any) -> None:
+        """:meth:`add`, the command naming the directories it makes visible (copied from ZONE)."""
+        if self.add(rule, what, method, *argv):
+            pc = self.out[-1]
+
+            def table_of(db: str, table: str) -> Any:
+                return self.read("get_table", db, table)
+
+            dirs = data_dirs(method, pc.command.args, rule, self.source, table_of)
+            self.out[-1] = replace(pc, command=replace(pc.command, data=dirs))
+
 
 @dataclass(frozen=True)
 class _Mend:
@@ -494,11 +529,15 @@ def repair(
     objects: Iterable[str] = (),
     *,
     timeout_s: float = 60.0,
+    data: bool = False,
 ) -> RepairResult:
     """Make every zone's objects of ``objects`` (default: all that differ) equal to zone
     ``source``'s through the command log (see the module doc). ``clients``: every zone's
     metastore (:func:`hivemesh.live.check.open_zones`); ``timeout_s``: how long to wait for the
-    source zone to reach the log's head, and then for every zone to apply the repair, seconds each.
+    source zone to reach the log's head, and then for every zone to apply the repair, seconds each;
+    ``data``: compare and mend the data files too (a differing directory is made equal to the
+    source's by re-proposing the source's definition of its table or partition with the directory:
+    every other zone copies it, :mod:`hivemesh.live.data`).
 
     Raises ValueError (an unknown zone or a bad object name), LiveError (etcd unreachable; the
     source zone did not reach the log's head within ``timeout_s``: repairing from a zone behind
@@ -516,7 +555,7 @@ def repair(
             f"zone {source} is at log position {behind[source]}, behind the head {head} after {timeout_s:g}s: "
             "repairing from it would undo the writes it has not applied yet"
         )
-    before = check(cfg, clients, positions=_positions(log), head=head)
+    before = check(cfg, clients, positions=_positions(log), head=head, data=data)
     result = RepairResult(source, before, select(before.divergences, objects))
     if not result.selected:
         return result
@@ -540,5 +579,5 @@ def repair(
     result.intervening = sum(
         1 for e in between if e.position <= last and not e.request_id.startswith(f"repair.{run}.")
     )
-    result.after = check(cfg, clients, positions=_positions(log), head=log.head()[0])
+    result.after = check(cfg, clients, positions=_positions(log), head=log.head()[0], data=data)
     return result
