@@ -68,7 +68,7 @@ def data_dirs(
     without a location. Sorted, without duplicates."""
     out: set[str] = set()
     if method.startswith(_PARTITION_DATA):
-        tables: dict[tuple[str, str], str | None] = {}
+        tables: dict[tuple[str, str], tuple[str, list[str]] | None] = {}  # (dir, keys), read once
         for p in structs(args):
             if not isinstance(p, Partition):
                 continue
@@ -76,11 +76,14 @@ def data_dirs(
             if rel is None and p.dbName and p.tableName and p.values:
                 key = (p.dbName.lower(), p.tableName.lower())
                 if key not in tables:
-                    tables[key] = _table_dir(table_of(*key), rule, zone)
-                base = tables[key]
-                t = table_of(*key) if base is not None else None
-                if base is not None and t is not None:
-                    rel = _join(base, make_part_name([k.name for k in t.partitionKeys or []], p.values))
+                    t = table_of(*key)
+                    base = _table_dir(t, rule, zone)
+                    tables[key] = (
+                        None if t is None or base is None else (base, [k.name for k in t.partitionKeys or []])
+                    )
+                known = tables[key]
+                if known is not None:
+                    rel = _join(known[0], make_part_name(known[1], p.values))
             if rel is not None:
                 out.add(rel)
     elif method.startswith(_TABLE_DATA):
