@@ -343,6 +343,7 @@ def _facts() -> dict[str, Any]:
     minimal = FederationConfig.model_validate({"primary": primary, "federated": [member]})
 
     def refused(body: dict[str, Any]) -> bool:
+        """Whether the federation config ``body`` fails validation."""
         try:
             FederationConfig.model_validate(body)
         except ValidationError:

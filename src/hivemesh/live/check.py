@@ -313,6 +313,7 @@ class _ZoneReader:
         zone's rule path."""
 
         def locate(location: str) -> str:
+            """``location`` as a ``hivemesh-live:`` path; outside the rule path: kept, and noted as a problem."""
             rel = neutral(self.rule, self.zone, location)
             if rel is None:
                 self.problems[(kind, name)] = (

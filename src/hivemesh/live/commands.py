@@ -221,6 +221,7 @@ def pin(
     now_s = now_ms // 1000
 
     def to_neutral(location: str) -> str:
+        """``location`` of ``zone`` as a ``hivemesh-live:`` path; raises MetaException outside the root."""
         if location.startswith(NEUTRAL):
             return location
         rel = neutral(rule, zone, location)
@@ -310,6 +311,7 @@ def for_zone(command: Command, rule: LiveRule, zone: str) -> list[Any]:
     leave the zone's root)."""
 
     def to_local(location: str) -> str:
+        """A ``hivemesh-live:`` path as ``zone``'s location (others as they are); raises InvalidCommand."""
         if not location.startswith(NEUTRAL):
             return location
         try:

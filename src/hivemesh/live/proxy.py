@@ -110,6 +110,7 @@ class LiveCatalog(Federation):
         if name in PROPOSED:
 
             def method(*args: Any) -> Any:
+                """The write, proposed or sent on (:meth:`write`)."""
                 return self.write(name, args)
 
             method.__name__ = name
@@ -260,6 +261,7 @@ class LiveCatalog(Federation):
 
     def _database_location(self, rule: LiveRule) -> Callable[[str], str | None]:
         def location(name: str) -> str | None:
+            """Database ``name``'s location as a ``hivemesh-live:`` path (None: unknown or outside the rule)."""
             try:
                 db = self.call_member(self.registry.primary, "get_database", [name])
             except Exception:  # unknown database: the create answers for itself

@@ -246,6 +246,8 @@ class _Planner:
             i += len(batch)
 
     def stats_command(self, db: str, table: str, part: str | None, objs: list[Any]) -> ColumnStatistics:
+        """Column statistics ``objs`` of ``db.table`` (partition name ``part``; None: table level) as
+        one ColumnStatistics, stamped with the repair's clock (``lastAnalyzed``, seconds)."""
         desc = ColumnStatisticsDesc(
             isTblLevel=part is None,
             dbName=db,
@@ -256,6 +258,7 @@ class _Planner:
         return ColumnStatistics(statsDesc=desc, statsObj=objs, engine="hive")
 
     def table_stats(self, db: str, table: Any, cols: list[str] | None = None) -> dict[str, Any]:
+        """ZONE's column statistics of ``table`` (columns ``cols``; None: all), by column name."""
         names = cols if cols is not None else [c.name for c in (table.sd.cols if table.sd else None) or []]
         if not names:
             return {}
@@ -269,6 +272,7 @@ class _Planner:
         return {o.colName.lower(): o for o in result.tableStats or []}
 
     def send_table_stats(self, rule: LiveRule, db: str, table: Any) -> None:
+        """Queue ZONE's table column statistics of ``table`` (nothing when it has none)."""
         stats = self.table_stats(db, table)
         if stats:
             what = f"table_column_statistics {db}.{table.tableName}"
@@ -311,6 +315,7 @@ class _Planner:
         parts = [_scrub(p) for p in self.read("get_partitions_by_names", db, table.tableName, names) or []]
 
         def request(batch: list[Any]) -> list[Any]:
+            """The arguments of ``add_partitions_req`` for ``batch`` (if not exists)."""
             return [AddPartitionsRequest(db, table.tableName, batch, ifNotExists=True, needResult=False)]
 
         self.add_batched(rule, f"partitions of {db}.{table.tableName}", "add_partitions_req", parts, request)
@@ -462,6 +467,7 @@ class _Planner:
             pc = self.out[-1]
 
             def table_of(db: str, table: str) -> Any:
+                """ZONE's table ``db.table``."""
                 return self.read("get_table", db, table)
 
             dirs = data_dirs(method, pc.command.args, rule, self.source, table_of)

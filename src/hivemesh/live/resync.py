@@ -84,6 +84,7 @@ def resync(
             log.warning("zone %s: re-sync from %s cannot mend %s: %s", zone, source, what, why)
 
         def table_of(db: str, name: str) -> Any:
+            """The source zone's table ``db.name`` (None when it cannot be read)."""
             try:
                 return source_client.call("get_table", db, name)
             except TException:

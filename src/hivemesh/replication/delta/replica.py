@@ -240,6 +240,7 @@ class DeltaReplica:
         names = set(actions.column_names)
 
         def column(k: str) -> str:
+            """The Delta log column of partition value ``k`` (logical name, else physical)."""
             logical = f"partition.{k}"
             return logical if logical in names else f"partition.{physical.get(k, k)}"
 
