@@ -579,3 +579,34 @@ def test_kill9_during_add_partitions_leaves_whole_calls(store_url: str, tmp_path
     finally:
         server.stop()
     assert _orphans(store_url) == {"SDS": 0, "SERDES": 0, "CDS": 0}
+
+
+def test_servers_starting_at_once_on_one_store_both_bootstrap(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two servers starting at once may both find the ``hive`` catalog missing; the second insert
+    then breaks the catalog name's unique key. Replayed here deterministically: the second server's
+    check is made to miss the first one's row, and it must still start on the one catalog."""
+    from hivemesh.metastore.handler import LocalMetastore
+    from hivemesh.metastore.schema import CTLGS
+    from hivemesh.metastore.store import Store
+
+    first_store, second_store = Store(store_url), Store(store_url)
+    try:
+        LocalMetastore(first_store, str(tmp_path / "wh"))
+        checks: list[bool] = []
+        real = LocalMetastore._has_default_catalog
+
+        def missed_once(conn: sa.Connection) -> bool:
+            checks.append(True)
+            return False if len(checks) == 1 else real(conn)
+
+        monkeypatch.setattr(LocalMetastore, "_has_default_catalog", staticmethod(missed_once))
+        second = LocalMetastore(second_store, str(tmp_path / "wh"))
+        assert len(checks) == 2  # the insert failed and the catalog was found afterwards
+        assert second.get_catalog("hive").catalog.name == "hive"
+        with second_store.engine.connect() as c:
+            assert c.execute(sa.select(sa.func.count()).select_from(CTLGS)).scalar() == 1
+    finally:
+        first_store.dispose()
+        second_store.dispose()

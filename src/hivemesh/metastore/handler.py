@@ -98,19 +98,29 @@ class LocalMetastore(
 
     def _bootstrap(self) -> None:
         """Create the ``hive`` catalog and the ``default`` database when missing (as Hive's
-        HMSHandler does at start-up)."""
-        with self.write() as tx:
-            if tx.conn.execute(sa.select(CTLGS.c.CTLG_ID).where(CTLGS.c.NAME == "hive")).first() is None:
-                tx.conn.execute(
-                    CTLGS.insert().values(
-                        NAME="hive",
-                        DESC="Default catalog for Hive",
-                        LOCATION_URI=self.warehouse,
-                        CREATE_TIME=self.started,
+        HMSHandler does at start-up). Servers starting at once on one store may both find the
+        catalog missing: the second insert's unique-key violation means the first one made it."""
+        try:
+            with self.write() as tx:
+                if not self._has_default_catalog(tx.conn):
+                    tx.conn.execute(
+                        CTLGS.insert().values(
+                            NAME="hive",
+                            DESC="Default catalog for Hive",
+                            LOCATION_URI=self.warehouse,
+                            CREATE_TIME=self.started,
+                        )
                     )
-                )
+        except sa.exc.IntegrityError:
+            with self.read() as conn:
+                if not self._has_default_catalog(conn):
+                    raise
         if not self._has_default_db():
             self._create_default_db()
+
+    @staticmethod
+    def _has_default_catalog(conn: sa.Connection) -> bool:
+        return conn.execute(sa.select(CTLGS.c.CTLG_ID).where(CTLGS.c.NAME == "hive")).first() is not None
 
     def _has_default_db(self) -> bool:
         with self.read() as conn:
