@@ -25,7 +25,16 @@ directly. Every server is a subprocess; the clients run in this process. Measure
   and direct, and the ratio (target >= 0.5x), at each delay;
 - apply lag in west: after each create through east's live proxy answers, west's metastore is
   polled directly until it shows the table; p50/p95 of that time, and how often the table was
-  there at the first look.
+  there at the first look;
+- data copy: a partition of ``--copy-files`` files of ``--copy-mib`` MiB each added through east's
+  live proxy, timed from the call until west's metastore shows it (west copied the files first):
+  MiB/s, at each delay;
+- Spark ACID writes (``--spark-acid``, on in the full run): ``insert_acid`` of ``--acid-rows`` rows
+  into a full-ACID table, through the rule's ``acid_owner`` zone (east's live proxy), through the
+  other zone (west's live proxy: its txn, lock and write-id calls go to east's metastore) and,
+  for reference, straight to east's metastore (a table no rule covers): seconds p50 per insert,
+  at each delay. In the delay case west reaches east's metastore through a relay with the same
+  one-way delay (the WAN between the zones).
 """
 
 from __future__ import annotations
@@ -60,6 +69,7 @@ from hive_metastore.ttypes import (  # noqa: E402
     Database,
     FieldSchema,
     NoSuchObjectException,
+    Partition,
     SerDeInfo,
     StorageDescriptor,
     Table,
@@ -71,12 +81,17 @@ from tests.support.proxy import ProxyProcess, write_mesh  # noqa: E402
 from tests.support.relay import RelayProcess  # noqa: E402
 from tests.support.servers import HivemeshProcess, ManagedProcess, ThriftClient, die_with_parent, free_port  # noqa: E402
 
+from hivemesh.acid.tables import create_transactional_table  # noqa: E402
+from hivemesh.client.metastore import MetastoreClient  # noqa: E402
+
 ZONES = ("east", "west")
 LIVE_DB = "live_bench"
 LOCAL_DB = "local_bench"
 READ_TABLE = "t"
 AIM_SLACK_MS = 5.0
 AIM_RATIO = 0.5
+ACID_TABLE = "acid_w"
+COPY_TABLE = "copy_t"
 COLUMNS = [("id", "bigint"), ("name", "string"), ("amount", "decimal(18,2)"), ("created", "timestamp")]
 ORC = "org.apache.hadoop.hive.ql.io.orc."
 
@@ -412,6 +427,66 @@ def apply_lag(live: Endpoint, other: Endpoint, n: int, tag: str) -> dict[str, An
     return {**summary(lags), "first_look": first_look}
 
 
+def copy_throughput(live: Endpoint, other: Endpoint, files: int, mib: int, tag: str) -> dict[str, Any]:
+    """A partition of ``files`` files of ``mib`` MiB (random bytes) written under east's rule path and
+    added through ``live`` (east's live proxy); timed from the call until ``other`` (west's
+    metastore) shows the partition, whose directory must then hold every byte."""
+    name = f"{COPY_TABLE}_{tag}"
+    with live.client() as lc, other.client() as oc:
+        lc.create_table(make_table(LIVE_DB, name))
+        east_dir = Path(lc.get_table(LIVE_DB, name).sd.location.removeprefix("file:")) / "ds=1"
+        east_dir.mkdir(parents=True)
+        for i in range(files):
+            (east_dir / f"part-{i:05d}").write_bytes(os.urandom(mib << 20))
+        size = files * (mib << 20)
+        t0 = time.perf_counter()
+        lc.add_partitions([Partition(values=["1"], dbName=LIVE_DB, tableName=name, parameters={})])
+        answered = time.perf_counter() - t0
+        deadline = t0 + 600
+        while True:
+            try:
+                part = oc.get_partition(LIVE_DB, name, ["1"])
+                break
+            except NoSuchObjectException:
+                if time.perf_counter() > deadline:
+                    raise RuntimeError(f"{name}/ds=1 not in west 600 s after it was added") from None
+                time.sleep(0.002)
+        visible = time.perf_counter() - t0
+        west_dir = Path(part.sd.location.removeprefix("file:"))
+        copied = sum(f.stat().st_size for f in west_dir.iterdir())
+        if copied != size:
+            raise RuntimeError(f"west's {west_dir} holds {copied} bytes, east's {size}")
+        lc.drop_table(LIVE_DB, name, False)
+    return {
+        "bytes": size,
+        "files": files,
+        "answered_s": answered,
+        "visible_s": visible,
+        "mib_per_s": size / 2**20 / visible,
+    }
+
+
+def spark_acid_inserts(
+    spark: Any, routes: Sequence[tuple[str, str, str]], rows: int, n: int
+) -> dict[str, dict[str, float]]:
+    """``n`` timed ``insert_acid`` calls of ``rows`` rows per route (key, metastore URI, table), the
+    routes taking turns, after one untimed insert each; p50/p95/mean ms per route."""
+    from hivemesh.spark.acid_dml import insert_acid
+
+    df = spark.range(rows).selectExpr("id", "cast(id as string) as v").cache()
+    df.count()
+    samples: dict[str, list[float]] = {key: [] for key, _, _ in routes}
+    for _, uri, table in routes:
+        insert_acid(spark, df, table, metastore_uri=uri)
+    for _ in range(n):
+        for key, uri, table in routes:
+            t0 = time.perf_counter()
+            insert_acid(spark, df, table, metastore_uri=uri)
+            samples[key].append(time.perf_counter() - t0)
+    df.unpersist()
+    return {key: summary(v) for key, v in samples.items()}
+
+
 # ---------------------------------------------------------------------------------------------- report
 def _ms(v: float) -> str:
     if v >= 100:
@@ -512,6 +587,7 @@ def render(doc: dict[str, Any], console: Console) -> None:
             end_section=True,
         )
     console.print(t)
+    render_data_and_acid(doc, console)
 
     cpu = RichTable(
         title=f"CPUs used during the {st['writers']}-writer windows (CPU seconds / window; machine: "
@@ -528,6 +604,50 @@ def render(doc: dict[str, Any], console: Console) -> None:
             c = case["concurrency"][key]["cpus"]
             cpu.add_row(f"{case['delay_ms']:g} ms", label, *(f"{c[g]:.2f}" for g in groups))
     console.print(cpu)
+
+
+def render_data_and_acid(doc: dict[str, Any], console: Console) -> None:
+    """The data copy and, when measured, the Spark ACID inserts, per delay."""
+    st = doc["settings"]
+    t = RichTable(
+        title="Data before metadata: a partition added through east's live proxy, until west shows it "
+        "(west copied its files first)",
+        title_justify="left",
+    )
+    for col in ("delay (one way)", "files x MiB", "east answered, s", "in west, s", "MiB/s"):
+        t.add_column(col, justify="right")
+    for case in doc["cases"]:
+        c = case["copy"]
+        t.add_row(
+            f"{case['delay_ms']:g} ms",
+            f"{c['files']} x {st['copy_mib']}",
+            f"{c['answered_s']:.3f}",
+            f"{c['visible_s']:.3f}",
+            f"{c['mib_per_s']:,.0f}",
+        )
+    console.print(t)
+    if not any("acid" in case for case in doc["cases"]):
+        return
+    a = RichTable(
+        title=f"Spark ACID insert of {st['acid_rows']:,} rows (insert_acid), ms p50 / p95; the rule's "
+        "acid_owner is east",
+        title_justify="left",
+    )
+    for col in ("delay (one way)", "direct (east's metastore)", "owner zone's proxy (east)",
+                "other zone's proxy (west)", "other vs owner"):  # fmt: skip
+        a.add_column(col, justify="right")
+    for case in doc["cases"]:
+        r = case.get("acid")
+        if r is None:
+            continue
+        a.add_row(
+            f"{case['delay_ms']:g} ms",
+            _pp(r["direct"]),
+            _pp(r["owner"]),
+            _pp(r["other"]),
+            f"{r['other']['p50_ms'] - r['owner']['p50_ms']:+,.0f} ms p50",
+        )
+    console.print(a)
 
 
 def print_notes(doc: dict[str, Any], console: Console) -> None:
@@ -562,6 +682,11 @@ class Settings:
     writers: int
     seconds: float
     lag_samples: int
+    copy_files: int
+    copy_mib: int
+    spark_acid: bool
+    acid_rows: int
+    acid_inserts: int
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -575,6 +700,11 @@ def settings_from(args: argparse.Namespace) -> Settings:
         writers=args.writers,
         seconds=args.seconds or (2.0 if quick else 10.0),
         lag_samples=args.lag_samples or (10 if quick else 100),
+        copy_files=args.copy_files or (2 if quick else 4),
+        copy_mib=args.copy_mib or (1 if quick else 64),
+        spark_acid=(not quick) if args.spark_acid is None else args.spark_acid,
+        acid_rows=args.acid_rows,
+        acid_inserts=3 if quick else 10,
     )
 
 
@@ -598,6 +728,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--lag-samples", type=int, default=0, help="apply-lag samples per delay (default 100; quick 10)"
     )
+    ap.add_argument(
+        "--copy-files", type=int, default=0, help="files of the copied partition (default 4; quick 2)"
+    )
+    ap.add_argument("--copy-mib", type=int, default=0, help="MiB per copied file (default 64; quick 1)")
+    ap.add_argument(
+        "--spark-acid",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="measure Spark ACID inserts through the owner and the other zone (default: on, off with --quick)",
+    )
+    ap.add_argument(
+        "--acid-rows", type=int, default=100_000, help="rows per Spark ACID insert (default 100,000)"
+    )
     ap.add_argument("--json", dest="json_out", type=Path, help="also write the results as JSON here")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, SQLite files)")
     return ap.parse_args(argv)
@@ -620,6 +763,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="hivemesh-bench-live-"))
     started: list[Any] = []
+    spark: Any = None
     failed = True
     try:
         etcd = EtcdCluster(workdir / "etcd", binary=binary)  # its ports are chosen here
@@ -627,17 +771,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         for z in ZONES:
             (workdir / z).mkdir()
             metastores[z] = HivemeshProcess(
-                f"sqlite:///{workdir / z / 'ms.db'}", workdir / z / "wh", workdir / f"{z}-ms.log"
+                f"sqlite:///{workdir / z / 'ms.db'}",
+                workdir / z / "wh",
+                workdir / f"{z}-ms.log",
+                port=free_port(),
             )
-        relays = RelayProcess([e.removeprefix("http://") for e in etcd.endpoints])  # they connect on demand
+        # east's links to etcd, and west's link to east's metastore (the owner zone's txn calls)
+        relays = RelayProcess(
+            [*(e.removeprefix("http://") for e in etcd.endpoints), f"127.0.0.1:{metastores['east'].port}"]
+        )  # they connect on demand
         start_all([etcd, *metastores.values(), relays], started)
+        etcd_relays, wan_east = relays.addresses[:-1], relays.addresses[-1]
         prefix = f"/hivemesh-bench/live-{uuid.uuid4().hex[:8]}"
         uris = {z: m.uri for z, m in metastores.items()}
         configs = {
             "east": write_live_config(
-                workdir / "east.yaml", workdir, uris, [f"http://{a}" for a in relays.addresses], prefix
+                workdir / "east.yaml", workdir, uris, [f"http://{a}" for a in etcd_relays], prefix
             ),
-            "west": write_live_config(workdir / "west.yaml", workdir, uris, etcd.endpoints, prefix),
+            "west": write_live_config(
+                workdir / "west.yaml",
+                workdir,
+                {**uris, "east": f"thrift://{wan_east}"},
+                etcd.endpoints,
+                prefix,
+            ),
         }
         lives = {z: LiveProcess(configs[z], z, workdir / f"{z}-live.log") for z in ZONES}
         fed_cfg = write_mesh(
@@ -661,13 +818,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             "etcd (3 members)": [_pid(m) for m in etcd.members],
             "relays": [_pid(relays)],
         }
-        say(f"etcd {', '.join(etcd.endpoints)}; east's relays {', '.join(relays.addresses)}; servers up")
+        say(
+            f"etcd {', '.join(etcd.endpoints)}; east's relays {', '.join(etcd_relays)}; west's relay to "
+            f"east's metastore {wan_east}; servers up"
+        )
 
         with live.client() as c:
             c.create_database(Database(name=LIVE_DB, description="hivemesh live benchmark"))
             c.create_table(make_table(LIVE_DB, READ_TABLE))
         with direct.client() as c:
             c.create_database(Database(name=LOCAL_DB, description="hivemesh live benchmark, local"))
+        acid_routes: list[tuple[str, str, str]] = []
+        if st.spark_acid:
+            say("Spark ACID: starting Spark, creating the full-ACID tables")
+            from bench.acid_read import start_spark
+
+            spark = start_spark(metastores["east"].uri, workdir, "2g")
+            cols = [("id", "bigint"), ("v", "string")]
+            for uri, db in (
+                (f"thrift://{live.host}:{live.port}", LIVE_DB),
+                (metastores["east"].uri, LOCAL_DB),
+            ):
+                with MetastoreClient(uri) as mc:
+                    create_transactional_table(mc, db, ACID_TABLE, cols)
+            acid_routes = [
+                ("direct", metastores["east"].uri, f"{LOCAL_DB}.{ACID_TABLE}"),
+                ("owner", f"thrift://{live.host}:{live.port}", f"{LIVE_DB}.{ACID_TABLE}"),
+                ("other", f"thrift://{lives['west'].host}:{lives['west'].port}", f"{LIVE_DB}.{ACID_TABLE}"),
+            ]
 
         say(f"reads: get_table, {st.reads:,} calls per route")
         reads = read_latency([direct, federation, live], st.reads, st.warmup, st.rounds)
@@ -684,7 +862,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             say(f"etcd delay {d:g} ms: apply lag in west, {st.lag_samples} samples")
             lag = apply_lag(live, west_direct, st.lag_samples, tag)
-            cases.append({"delay_ms": d, "writes": writes, "concurrency": conc, "lag": lag})
+            say(f"delay {d:g} ms: data copy, {st.copy_files} x {st.copy_mib} MiB")
+            copied = copy_throughput(live, west_direct, st.copy_files, st.copy_mib, tag)
+            case = {"delay_ms": d, "writes": writes, "concurrency": conc, "lag": lag, "copy": copied}
+            if spark is not None:
+                say(f"delay {d:g} ms: Spark ACID inserts, {st.acid_inserts} per route")
+                case["acid"] = spark_acid_inserts(spark, acid_routes, st.acid_rows, st.acid_inserts)
+            cases.append(case)
         relays.command("delay 0")
 
         doc = {
@@ -704,6 +888,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         failed = False
         return 0
     finally:
+        if spark is not None:
+            spark.stop()
         stop_all(started)
         if args.keep or failed:
             console.print(f"work directory kept: {workdir}")

@@ -324,7 +324,8 @@ def test_live_bench_tiny_run(tmp_path: Path) -> None:
     out_json = tmp_path / "live.json"
     proc = subprocess.run(
         [sys.executable, str(repo_root() / "bench" / "live.py"), "--quick", "--reads", "20", "--writes", "3",
-         "--seconds", "0.5", "--lag-samples", "2", "--writers", "4", "--delay-ms", "5", "--json", str(out_json)],
+         "--seconds", "0.5", "--lag-samples", "2", "--writers", "4", "--delay-ms", "5", "--copy-files", "1",
+         "--json", str(out_json)],
         cwd=repo_root(), capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "250"},
     )  # fmt: skip
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
@@ -334,9 +335,11 @@ def test_live_bench_tiny_run(tmp_path: Path) -> None:
             tables.append([])
         elif line.startswith(("┃", "│")) and tables:
             tables[-1].append([c.strip() for c in re.split(r"[│┃]", line)][1:-1])
-    assert len(tables) == 2, proc.stdout
-    main, cpus = tables
+    assert len(tables) == 3, proc.stdout  # --quick: no Spark ACID table
+    main, copies, cpus = tables
     assert main[0][:5] == ["measure", "etcd delay", "direct", "federation proxy", "live proxy"], main[0]
+    assert [r[:2] for r in copies[1:]] == [["0 ms", "1 x 1"], ["5 ms", "1 x 1"]], copies
+    assert all(NUMBER.fullmatch(c) for r in copies[1:] for c in r[2:]), copies
     pair = re.compile(r"\d[\d,]*(?:\.\d+)? / \d[\d,]*(?:\.\d+)?")
     reads = next(r for r in main if r[0] == "get_table, 1 client")
     assert all(pair.fullmatch(c) for c in reads[2:5]), reads
@@ -358,3 +361,5 @@ def test_live_bench_tiny_run(tmp_path: Path) -> None:
             assert case["writes"][route]["create"]["n"] == case["writes"][route]["drop"]["n"] == 3
             assert case["concurrency"][route]["calls"] > 0, case["concurrency"]
         assert case["lag"]["n"] == 2 and case["lag"]["p50_ms"] >= 0
+        assert case["copy"]["bytes"] == 1 << 20 and case["copy"]["visible_s"] > 0, case["copy"]
+        assert "acid" not in case

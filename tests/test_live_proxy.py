@@ -107,6 +107,30 @@ def test_writes_through_either_zone_reach_both_with_locations_mapped(mesh: Mesh)
         assert c.get_database("sales").locationUri.removeprefix("file:") == f"{west.live_path}/sales.db"
 
 
+def test_new_tables_follow_a_database_moved_through_the_proxy(mesh: Mesh) -> None:
+    """The proxy keeps each database's location once read (it pins new tables under it) until its
+    zone applies a command on the database: a table created after an alter_database that moves
+    the database lands under the new location, in both zones."""
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    with east.via_proxy() as c:
+        c.create_database(Database(name="fin_moved", description="", parameters={}))
+        c.create_table(table("fin_moved", "before"))  # reads and keeps the database's location
+        db = c.get_database("fin_moved")
+        db.locationUri = f"{east.live_path}/elsewhere/fin_moved.db"
+        c.alter_database("fin_moved", db)
+        c.create_table(table("fin_moved", "after"))
+    mesh.wait_caught_up()
+    for z in (east, west):
+        with z.direct() as c:
+            where = {
+                t: c.get_table("fin_moved", t).sd.location.removeprefix("file:") for t in ("before", "after")
+            }
+        assert where == {
+            "before": f"{z.live_path}/fin_moved.db/before",
+            "after": f"{z.live_path}/elsewhere/fin_moved.db/after",
+        }, z.name
+
+
 def test_errors_are_the_ones_a_metastore_gives_and_change_nothing(mesh: Mesh) -> None:
     east, west = mesh.zones["east"], mesh.zones["west"]
     with east.via_proxy() as c:

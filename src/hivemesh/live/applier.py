@@ -16,8 +16,9 @@ the zone's metastore and stores the new position before taking the next command.
   refuses writes once the lag passes ``max_apply_lag_s``. When a connection broke during the call,
   the call may have been made: the retry's error is then reported as an unknown outcome.
 - **Exactly once**: before each call the applier stores a marker (the last position applied, the
-  command's position and the zone metastore's newest notification event id) in its state file on
-  this host (:class:`hivemesh.live.state.StateFile`: one local fsync per command; without one, in
+  command's position and the zone metastore's newest notification event id, read right after the
+  previous command's call when that was at most 50 ms ago, else just before this one) in its state
+  file on this host (:class:`hivemesh.live.state.StateFile`: one local data sync per command; without one, in
   etcd: one etcd write per command); etcd gets the position within 0.2 s, for status and compaction. The caller is answered as soon as
   the call returns. A command found
   marked after a restart (or after a connection broke during its call) is applied only when the
@@ -60,6 +61,10 @@ log = logging.getLogger(__name__)
 _PAUSES = (0.2, 0.5, 1.0, 2.0, 5.0)
 _FLUSH_S = 0.2
 """How soon an idle applier stores its position, seconds."""
+_FRESH_S = 0.05
+"""How old the event id read after a command's call may be to serve as the next command's marker,
+seconds: an out-of-band write on the next command's objects within that time would be taken for
+the command's own (by a restart's exactly-once check and by the out-of-band watcher)."""
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,10 @@ class Applier:
         self._pending_since_ms: int | None = None
         self._resume: dict[str, Any] | None = None  # the stored marker of a command being applied
         self._events: bool | None = None  # False: the zone's metastore keeps no notification log
+        # (event id, monotonic s) read after the last call, for the next marker
+        self._next_event: tuple[int | None, float] | None = None
+        self._db_changes: dict[str, int] = {}  # database -> its database-level commands applied
+        self._any_changes = 0  # commands applied that name no single database
         self._waiters: dict[str, Waiter] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -166,6 +175,18 @@ class Applier:
         """Drop the waiter of ``request_id`` (its call gave up)."""
         with self._lock:
             self._waiters.pop(request_id, None)
+
+    def database_generation(self, db: str) -> tuple[int, int]:
+        """A value that changes whenever this zone applies a command that may change database
+        ``db`` itself (create, alter or drop of the database, or a command naming no single
+        database): what a cache of the database's definition is valid for."""
+        return self._any_changes, self._db_changes.get(db.lower(), 0)
+
+    def _count_change(self, objects: tuple[str, tuple[str, ...]] | None) -> None:
+        if objects is None:
+            self._any_changes += 1
+        elif not objects[1]:
+            self._db_changes[objects[0]] = self._db_changes.get(objects[0], 0) + 1
 
     def lag_s(self) -> float:
         """Seconds since the proposer appended the oldest command this zone has seen but not
@@ -218,6 +239,8 @@ class Applier:
         except Exception:  # best effort: the next start re-checks the last command by its marker
             log.debug("zone %s: last position not stored", self.zone, exc_info=True)
         self.client.close()
+        if self.state_file is not None:
+            self.state_file.close()
 
     def _run(self) -> None:
         turn = 0
@@ -321,7 +344,9 @@ class Applier:
 
     def _take_one(self, entry: Entry) -> None:
         t0 = time.perf_counter()
+        self._last_objects: tuple[str, tuple[str, ...]] | None = None
         outcome = self._apply(entry)
+        self._count_change(self._last_objects)
         if outcome is None:  # stopped while retrying: not applied
             return
         self.position = entry.position
@@ -334,6 +359,26 @@ class Applier:
             waiter.resolve(outcome)
         if self.on_apply is not None:
             self.on_apply(outcome, time.perf_counter() - t0)
+        self._prefetch_event_id()
+
+    def _prefetch_event_id(self) -> None:
+        """Read the metastore's newest event id now, after a call and after its caller was answered,
+        for the next command's marker (:data:`_FRESH_S`): off the path of the answer."""
+        self._next_event = None
+        if self._events is False:
+            return
+        try:
+            self._next_event = (self._event_id(), time.monotonic())
+        except (*TRANSPORT_ERRORS, TException) as e:  # the next command reads it itself
+            log.debug("zone %s: reading the newest event id failed: %s", self.zone, e)
+
+    def _marker_event_id(self) -> int | None:
+        """The event id for the marker of the command about to be called: the one read after the
+        previous call when fresh enough, else read now."""
+        pre, self._next_event = self._next_event, None
+        if pre is not None and time.monotonic() - pre[1] <= _FRESH_S:
+            return pre[0]
+        return self._event_id()
 
     def _apply(self, entry: Entry) -> Outcome | None:
         try:
@@ -349,6 +394,8 @@ class Applier:
             return Outcome(entry.position, error=MetaException(f"hivemesh live: {e}"))
         self._pending_since_ms = command.time_ms
         objects = named_objects(command)
+        self._count_change(objects)  # before and after the call: a cache read in between is not kept
+        self._last_objects = objects
         marker = self._resume if self._resume and self._resume.get("applying") == entry.position else None
         self._resume = None
         event_id: int | None = (
@@ -381,7 +428,7 @@ class Applier:
                             self.zone, entry.position, command.method,
                         )  # fmt: skip
                         return Outcome(entry.position, unknown=returns_value(command.method))
-                event_id = self._event_id()
+                event_id = self._event_id() if attempted else self._marker_event_id()
                 self._mark({"applying": entry.position, "event_id": event_id})
                 if self.windows is not None:
                     self.windows.open(event_id, objects)

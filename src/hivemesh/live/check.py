@@ -64,14 +64,16 @@ objects outside every rule.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hive_metastore.ttypes import NoSuchObjectException, PartitionsStatsRequest, TableStatsRequest
-from thrift.Thrift import TException
+from thrift.Thrift import TApplicationException, TException
 
 from hivemesh.client.metastore import TRANSPORT_ERRORS, MetastoreClient
+from hivemesh.federation.compat import FALLBACKS
 from hivemesh.hive.names import make_part_name
 from hivemesh.live.commands import NEUTRAL
 from hivemesh.live.config import LiveFile, LiveRule, neutral
@@ -272,12 +274,36 @@ def _canonical(value: Any, locate: Callable[[str], str], struct: str = "") -> An
     return value
 
 
+_MISSING: weakref.WeakKeyDictionary[MetastoreClient, set[str]] = weakref.WeakKeyDictionary()
+"""Per client: the calls its metastore lacks (Hive 4.2 dropped ``get_table``), sent in their
+equivalent form after the first refusal."""
+
+
+def call_compat(client: MetastoreClient, method: str, *args: Any, idempotent: bool = False) -> Any:
+    """HMS ``method`` on ``client``; when the metastore lacks it (Hive 4.2 has no ``get_table`` nor
+    ``get_table_objects_by_name``; Hive 2.3 no request forms), the call of the same meaning
+    (:data:`hivemesh.federation.compat.FALLBACKS`), its answer converted back. Raises what
+    :meth:`MetastoreClient.call` raises."""
+    missing = _MISSING.setdefault(client, set())
+    fallback = FALLBACKS.get(method)
+    if fallback is not None and method in missing:
+        other, args_of, wrap = fallback
+        return wrap(client.call(other, *args_of(list(args)), idempotent=idempotent))
+    try:
+        return client.call(method, *args, idempotent=idempotent)
+    except TApplicationException as e:
+        if fallback is None or e.type != TApplicationException.UNKNOWN_METHOD:
+            raise
+        missing.add(method)
+    return call_compat(client, method, *args, idempotent=idempotent)
+
+
 def read_zone(zone: str, client: MetastoreClient, method: str, *args: Any) -> Any:
     """HMS read ``method`` on zone ``zone``'s metastore (retried once after a transport error).
     Raises NoSuchObjectException as the metastore does; any other failure as ZoneUnavailable
     naming the zone, its metastore and the call."""
     try:
-        return client.call(method, *args, idempotent=True)
+        return call_compat(client, method, *args, idempotent=True)
     except NoSuchObjectException:
         raise
     except (*TRANSPORT_ERRORS, TException) as e:

@@ -8,8 +8,9 @@ it, with the objects the command names (:class:`ApplyWindows`). :class:`OutOfBan
 the zone's notification log every few seconds and reports each catalog event (tables, partitions,
 databases, functions, statistics, constraints; not transactions, locks or write ids) on an object
 of a live rule that no window explains: inside no window, or inside one whose command names
-other objects. An out-of-band write to the very object a command changes at the same moment is
-not told apart (``live check`` compares the catalogs and finds it).
+other objects. An out-of-band write to the very object a command changes at the same moment (or
+up to 50 ms before: a window may open at the id read right after the previous command) is not
+told apart (``live check`` compares the catalogs and finds it).
 """
 
 from __future__ import annotations

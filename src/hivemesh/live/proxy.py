@@ -104,6 +104,8 @@ class LiveCatalog(Federation):
         self.applier = applier
         self.wait_s = wait_s
         self.observe_proposal = observe_proposal
+        # database -> (the applier's generation of it when read, its locationUri)
+        self._db_locations: dict[str, tuple[tuple[int, int], str | None]] = {}
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         """HMS method ``name``: a proposed write (see the module doc) or the federation's call."""
@@ -255,17 +257,28 @@ class LiveCatalog(Federation):
     def _table(self, db: str, name: str) -> Table | None:
         """Table ``db.name`` of this zone's metastore (None when it cannot be read)."""
         try:
-            return cast(Table, self.call_member(self.registry.primary, "get_table", [db, name]))
+            return cast(Table, self._call_with_fallback(self.registry.primary, "get_table", [db, name]))
         except Exception:  # unknown table: the write answers for itself
             return None
 
     def _database_location(self, rule: LiveRule) -> Callable[[str], str | None]:
         def location(name: str) -> str | None:
-            """Database ``name``'s location as a ``hivemesh-live:`` path (None: unknown or outside the rule)."""
-            try:
-                db = self.call_member(self.registry.primary, "get_database", [name])
-            except Exception:  # unknown database: the create answers for itself
-                return None
-            return neutral_location(rule, self.zone, db.locationUri)
+            """Database ``name``'s location as a ``hivemesh-live:`` path (None: unknown or outside
+            the rule). Read from the zone's metastore once, and again after the applier applied a
+            command that may change the database (:meth:`Applier.database_generation`)."""
+            key = name.lower()
+            generation = self.applier.database_generation(key)
+            cached = self._db_locations.get(key)
+            if cached is not None and cached[0] == generation:
+                uri = cached[1]
+            else:
+                try:
+                    uri = self.call_member(self.registry.primary, "get_database", [name]).locationUri
+                except Exception:  # unknown database: the create answers for itself
+                    return None
+                if len(self._db_locations) > 10_000:
+                    self._db_locations.clear()
+                self._db_locations[key] = (generation, uri)
+            return neutral_location(rule, self.zone, uri)
 
         return location

@@ -25,7 +25,7 @@ from typing import Any
 from thrift.Thrift import TException
 
 from hivemesh.client.metastore import MetastoreClient
-from hivemesh.live.check import check
+from hivemesh.live.check import call_compat, check
 from hivemesh.live.commands import for_zone
 from hivemesh.live.config import LiveFile
 from hivemesh.live.data import DataCopier, data_dirs
@@ -86,7 +86,7 @@ def resync(
         def table_of(db: str, name: str) -> Any:
             """The source zone's table ``db.name`` (None when it cannot be read)."""
             try:
-                return source_client.call("get_table", db, name)
+                return call_compat(source_client, "get_table", db, name, idempotent=True)
             except TException:
                 return None
 
