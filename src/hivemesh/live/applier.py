@@ -16,9 +16,9 @@ the zone's metastore and stores the new position before taking the next command.
   refuses writes once the lag passes ``max_apply_lag_s``. When a connection broke during the call,
   the call may have been made: the retry's error is then reported as an unknown outcome.
 - **Exactly once**: before each call the applier stores a marker (the last position applied, the
-  command's position and the zone metastore's newest notification event id, read right after the
-  previous command's call when that was at most 50 ms ago, else just before this one) in its state
-  file on this host (:class:`hivemesh.live.state.StateFile`: one local data sync per command; without one, in
+  command's position and an event id of the zone metastore's notification log read after every
+  command applied since named only other objects, at most 50 ms ago, else read just before this
+  call: see :meth:`Applier._marker_event_id`) in its state file on this host (:class:`hivemesh.live.state.StateFile`: one local data sync per command; without one, in
   etcd: one etcd write per command); etcd gets the position within 0.2 s, for status and compaction. The caller is answered as soon as
   the call returns. A command found
   marked after a restart (or after a connection broke during its call) is applied only when the
@@ -62,9 +62,40 @@ _PAUSES = (0.2, 0.5, 1.0, 2.0, 5.0)
 _FLUSH_S = 0.2
 """How soon an idle applier stores its position, seconds."""
 _FRESH_S = 0.05
-"""How old the event id read after a command's call may be to serve as the next command's marker,
-seconds: an out-of-band write on the next command's objects within that time would be taken for
-the command's own (by a restart's exactly-once check and by the out-of-band watcher)."""
+"""How old an event id read earlier may be to serve as a command's marker, seconds: an out-of-band
+write on the command's objects within that time would be taken for the command's own (by a
+restart's exactly-once check and by the out-of-band watcher)."""
+
+Objects = tuple[str, tuple[str, ...]]
+"""(database, tables) a command names (:func:`hivemesh.live.commands.named_objects`)."""
+
+
+@dataclass
+class _EventBase:
+    """An event id of the zone's notification log read at monotonic time ``at``, and the objects of
+    the commands applied since (database -> tables; None: the database itself)."""
+
+    event_id: int | None
+    at: float
+    touched: dict[str, set[str] | None]
+
+    def fits(self, objects: Objects | None) -> bool:
+        """Whether a command on ``objects`` may use this id: no command since named its objects."""
+        if objects is None or time.monotonic() - self.at > _FRESH_S:
+            return False
+        db, tables = objects
+        if db not in self.touched:
+            return True
+        seen = self.touched[db]
+        return seen is not None and bool(tables) and not seen.intersection(tables)
+
+    def add(self, objects: Objects) -> None:
+        """Count a command on ``objects`` as applied since the id was read."""
+        db, tables = objects
+        if not tables:
+            self.touched[db] = None
+        elif self.touched.get(db, set()) is not None:
+            self.touched.setdefault(db, set()).update(tables)  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -125,8 +156,10 @@ class Applier:
         state_file: StateFile | None = None,
         windows: ApplyWindows | None = None,
         state_extras: Callable[[], Mapping[str, Any]] | None = None,
+        event_client: MetastoreClient | None = None,
     ) -> None:
         self.log = log
+        self.event_client = event_client
         self.rules = dict(rules)
         self.zone = zone
         self.client = client
@@ -149,8 +182,10 @@ class Applier:
         self._pending_since_ms: int | None = None
         self._resume: dict[str, Any] | None = None  # the stored marker of a command being applied
         self._events: bool | None = None  # False: the zone's metastore keeps no notification log
-        # (event id, monotonic s) read after the last call, for the next marker
-        self._next_event: tuple[int | None, float] | None = None
+        self._base: _EventBase | None = None  # the event id the next markers may use
+        self._base_lock = threading.Lock()
+        self._marked = 0  # markers taken (a prefetched id read while one was taken is not kept)
+        self._prefetch_wanted = threading.Event()
         self._db_changes: dict[str, int] = {}  # database -> its database-level commands applied
         self._any_changes = 0  # commands applied that name no single database
         self._waiters: dict[str, Waiter] = {}
@@ -220,6 +255,10 @@ class Applier:
         self._thread = threading.Thread(target=self._run, name=f"live-applier-{self.zone}", daemon=True)
         self._thread.start()
         threading.Thread(target=self._flush_loop, name=f"live-position-{self.zone}", daemon=True).start()
+        if self.event_client is not None:
+            threading.Thread(
+                target=self._prefetch_loop, name=f"live-event-id-{self.zone}", daemon=True
+            ).start()
         return self
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -239,6 +278,8 @@ class Applier:
         except Exception:  # best effort: the next start re-checks the last command by its marker
             log.debug("zone %s: last position not stored", self.zone, exc_info=True)
         self.client.close()
+        if self.event_client is not None:
+            self.event_client.close()
         if self.state_file is not None:
             self.state_file.close()
 
@@ -359,26 +400,53 @@ class Applier:
             waiter.resolve(outcome)
         if self.on_apply is not None:
             self.on_apply(outcome, time.perf_counter() - t0)
-        self._prefetch_event_id()
+        if self.event_client is not None:
+            self._prefetch_wanted.set()
 
-    def _prefetch_event_id(self) -> None:
-        """Read the metastore's newest event id now, after a call and after its caller was answered,
-        for the next command's marker (:data:`_FRESH_S`): off the path of the answer."""
-        self._next_event = None
-        if self._events is False:
-            return
-        try:
-            self._next_event = (self._event_id(), time.monotonic())
-        except (*TRANSPORT_ERRORS, TException) as e:  # the next command reads it itself
-            log.debug("zone %s: reading the newest event id failed: %s", self.zone, e)
+    def _prefetch_loop(self) -> None:
+        """Read the metastore's newest event id once a command was applied and no other started
+        within 1 ms (the caller answered meanwhile): the next command's marker then need not read
+        it. On :attr:`event_client`, a connection of its own."""
+        assert self.event_client is not None
+        while not self._stop.is_set():
+            if not self._prefetch_wanted.wait(0.5):
+                continue
+            self._prefetch_wanted.clear()
+            with self._base_lock:
+                marked = self._marked
+            if self._stop.wait(0.001) or self._events is False:
+                continue
+            with self._base_lock:
+                if self._marked != marked:
+                    continue  # busy: the commands share the id read for the first of them
+            try:
+                event_id = self.event_client.current_notification_event_id()
+            except (*TRANSPORT_ERRORS, TException) as e:  # the next command reads it itself
+                log.debug("zone %s: reading the newest event id failed: %s", self.zone, e)
+                continue
+            with self._base_lock:
+                if self._marked == marked:  # no command began meanwhile: every one before is done
+                    self._base = _EventBase(event_id, time.monotonic(), {})
 
-    def _marker_event_id(self) -> int | None:
-        """The event id for the marker of the command about to be called: the one read after the
-        previous call when fresh enough, else read now."""
-        pre, self._next_event = self._next_event, None
-        if pre is not None and time.monotonic() - pre[1] <= _FRESH_S:
-            return pre[0]
-        return self._event_id()
+    def _marker_event_id(self, objects: Objects | None) -> int | None:
+        """The event id for the marker of a command on ``objects`` (serial: every command before it
+        is done). One read at most 50 ms ago serves while the commands applied since it named
+        other objects: an event on ``objects`` after it can then only be this command's (or an
+        out-of-band write's). Else the id is read now."""
+        with self._base_lock:
+            self._marked += 1
+            base = self._base
+            if base is not None and base.fits(objects):
+                assert objects is not None
+                base.add(objects)
+                return base.event_id
+            self._base = None
+        event_id = self._event_id()
+        with self._base_lock:
+            if objects is not None:
+                self._base = _EventBase(event_id, time.monotonic(), {})
+                self._base.add(objects)
+        return event_id
 
     def _apply(self, entry: Entry) -> Outcome | None:
         try:
@@ -428,7 +496,13 @@ class Applier:
                             self.zone, entry.position, command.method,
                         )  # fmt: skip
                         return Outcome(entry.position, unknown=returns_value(command.method))
-                event_id = self._event_id() if attempted else self._marker_event_id()
+                if attempted:  # a retry: the id is read anew, and no later command uses an older one
+                    with self._base_lock:
+                        self._marked += 1
+                        self._base = None
+                    event_id = self._event_id()
+                else:
+                    event_id = self._marker_event_id(objects)
                 self._mark({"applying": entry.position, "event_id": event_id})
                 if self.windows is not None:
                     self.windows.open(event_id, objects)

@@ -9,7 +9,9 @@ compares the zones' dumps object by object. Each object that is not the same in 
 problems.
 
 Canonical dump: a Thrift struct becomes a dict of its fields (nested structs alike, lists in
-order, sets sorted), without the excluded fields below and without unset or empty fields.
+order, sets sorted), without the excluded fields below and without unset or empty fields (a field
+newer Hive versions added counts as its default where a metastore leaves it unset:
+:data:`FIELD_DEFAULTS`).
 Locations (``locationUri``, ``managedLocationUri`` of databases, ``sd.location`` of tables and
 partitions) become zone-neutral ``hivemesh-live:<relpath>`` paths relative to the zone's path of
 the rule (``paths``), in :func:`hivemesh.storage.locations.location_key` form; a location that is
@@ -85,6 +87,7 @@ from hivemesh.storage.locations import location_key
 
 __all__ = [
     "EXCLUDED_FIELDS",
+    "FIELD_DEFAULTS",
     "OBJECTS",
     "ZONE_PARAMETERS",
     "CheckReport",
@@ -92,6 +95,7 @@ __all__ = [
     "ZoneUnavailable",
     "check",
     "open_zones",
+    "call_compat",
     "read_zone",
 ]
 
@@ -150,6 +154,12 @@ EXCLUDED_FIELDS: Mapping[str, Mapping[str, str]] = {
     "ColumnStatisticsObj": {"colName": _KEY},
 }
 """Per Thrift struct, the fields left out of the canonical dump and why (see the module doc)."""
+
+FIELD_DEFAULTS: Mapping[tuple[str, str], Any] = {
+    ("Database", "type"): 1,  # DatabaseType.NATIVE
+}
+"""Fields newer Hive versions added, compared as their default where an older metastore leaves them
+unset (Hive 2.3 and 3.1 have no ``Database.type``: every database there is NATIVE)."""
 
 ZONE_PARAMETERS = frozenset({"numFiles", "totalSize", "numFilesErasureCoded"})
 """Table and partition parameters each zone's metastore computes from its own files: not compared."""
@@ -256,6 +266,8 @@ def _canonical(value: Any, locate: Callable[[str], str], struct: str = "") -> An
             if spec is None or spec[2] in skip:
                 continue
             v = getattr(value, spec[2], None)
+            if v is None:
+                v = FIELD_DEFAULTS.get((name, spec[2]))
             if spec[2] in _LOCATION_FIELDS and isinstance(v, str) and v:
                 out[spec[2]] = locate(v)
                 continue

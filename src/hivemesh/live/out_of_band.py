@@ -67,21 +67,28 @@ class ApplyWindows:
         self._lock = threading.Lock()
 
     def open(self, before: int | None, objects: tuple[str, tuple[str, ...]] | None) -> None:
-        """A command is about to be called, the metastore's newest event id being ``before``
-        (None: unknown; the previous window is then closed at its own start, explaining nothing
-        more)."""
+        """A command on ``objects`` is about to be called, its events being after ``before``.
+        Commands that share one ``before`` (the applier reads the id once for commands on
+        distinct objects) stay open together; a new ``before`` closes the open windows there
+        (None: unknown; they are then closed at their own start, explaining nothing more)."""
         with self._lock:
-            if self._windows and self._windows[-1].after is None:
-                last = self._windows[-1]
-                last.after = before if before is not None else last.before
+            for w in reversed(self._windows):  # the open ones, at the end
+                if w.after is not None:
+                    break
+                if before is None:
+                    w.after = w.before
+                elif before != w.before:
+                    w.after = before
             if before is not None:
                 self._windows.append(Window(before, None, objects))
 
     def close(self, after: int) -> None:
         """The applier is idle and the metastore's newest event id is ``after``."""
         with self._lock:
-            if self._windows and self._windows[-1].after is None:
-                self._windows[-1].after = max(after, self._windows[-1].before)
+            for w in reversed(self._windows):
+                if w.after is not None:
+                    break
+                w.after = max(after, w.before)
 
     def explains(self, event_id: int, db: str, table: str) -> bool:
         """Whether a window explains the event."""

@@ -181,6 +181,7 @@ class LiveService:
             state_file=StateFile(Path(live.state_dir) / f"live-{self.zone}.json"),
             windows=windows,
             state_extras=self.watcher.state,
+            event_client=self._zone_client(),
         )
         self.watcher.on_found = applier.state_changed
         try:
