@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from hive_metastore.ttypes import (
+    AbortTxnRequest,
     AllocateTableWriteIdsRequest,
     AlreadyExistsException,
     CommitTxnRequest,
@@ -33,7 +34,10 @@ from hive_metastore.ttypes import (
     Partition,
 )
 
+from hivemesh.acid.tables import transactional_table
+from hivemesh.acid.writer import AcidWriter
 from hivemesh.cli import main
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.hive.txn_lists import ValidTxnList
 from tests.support.etcd import EtcdCluster
 from tests.support.live import Mesh, Zone, live_mesh, sd, table
@@ -246,6 +250,55 @@ def test_txns_of_live_acid_tables_go_to_the_acid_owner_zone(mesh: Mesh) -> None:
     assert high_water_mark(west) == 0  # none was allocated in the writing zone
     with west.direct() as c:
         assert c.get_table("fin_acid", "acid_orders").parameters["transactional"] == "true"
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_acid_writes_through_any_zone_are_in_every_zone_when_their_commit_returns(mesh: Mesh) -> None:
+    """An ACID write through a live proxy (here hivemesh's own writer: txn, lock and write id from
+    the acid_owner zone east, files in the writing zone) has its delta directories copied to every
+    zone before the commit reaches the owner: once the commit returns, every zone has the files.
+    An aborted txn's files are never copied."""
+    east, west = mesh.zones["east"], mesh.zones["west"]
+    db = "fin_acidw"
+    with west.via_proxy() as c:
+        c.create_database(Database(name=db))
+        c.create_table(transactional_table(db, "orders", [("id", "bigint"), ("name", "string")]))
+        c.create_table(transactional_table(db, "events", [("id", "bigint")], [("ds", "string")]))
+    mesh.wait_caught_up()
+    west_db, east_db = Path(west.live_path) / f"{db}.db", Path(east.live_path) / f"{db}.db"
+
+    def uri(z: Zone) -> str:
+        assert z.proxy is not None and z.proxy.server is not None
+        return f"thrift://127.0.0.1:{z.proxy.server.port}"
+
+    with MetastoreClient(uri(west)) as mc:  # the other zone: its files start in west
+        AcidWriter(mc, db, "orders").insert([(1, "apple"), (2, "pear")])
+        AcidWriter(mc, db, "events").insert([(1, "2026-11-01"), (2, "2026-11-02")])  # dynamic partitions
+    for rel in ("orders", "events/ds=2026-11-01", "events/ds=2026-11-02"):
+        files = files_under(west_db / rel)
+        assert any(f.startswith("delta_") for f in files), files
+        assert files_under(east_db / rel) == files, rel  # no wait: there when the commit returned
+    with MetastoreClient(uri(east)) as mc:  # the owner zone: shipped to west likewise
+        AcidWriter(mc, db, "orders").insert([(3, "fig")])
+    assert files_under(west_db / "orders") == files_under(east_db / "orders")
+    assert len([f for f in files_under(east_db / "orders") if f.endswith("bucket_00000")]) == 2
+
+    with west.via_proxy() as c:  # an aborted txn: its directory stays in west
+        txn = c.open_txns(OpenTxnRequest(num_txns=1, user="alice", hostname="h")).txn_ids[0]
+        wid = c.allocate_table_write_ids(AllocateTableWriteIdsRequest(db, "orders", txnIds=[txn]))
+        stray = (
+            west_db
+            / "orders"
+            / f"delta_{wid.txnToWriteIds[0].writeId:07d}_{wid.txnToWriteIds[0].writeId:07d}_0000"
+        )
+        stray.mkdir()
+        (stray / "bucket_00000").write_bytes(b"never committed")
+        c.abort_txn(AbortTxnRequest(txnid=txn))
+    mesh.wait_caught_up()
+    assert not (east_db / "orders" / stray.name).exists()
 
 
 def test_data_reaches_a_zone_before_the_metadata_that_shows_it(mesh: Mesh) -> None:

@@ -46,7 +46,7 @@ from thrift.Thrift import TApplicationException, TException
 
 from hivemesh.client.metastore import TRANSPORT_ERRORS, MetastoreClient
 from hivemesh.hive.hms_methods import returns_value
-from hivemesh.live.commands import decode, for_zone, named_objects
+from hivemesh.live.commands import COPY_DATA, decode, for_zone, named_objects
 from hivemesh.live.config import LiveRule
 from hivemesh.live.data import DataCopier
 from hivemesh.live.errors import InvalidCommand, LiveError, LogCompacted
@@ -487,6 +487,9 @@ class Applier:
                     self._stop.wait(_PAUSES[min(turn, len(_PAUSES) - 1)])
                     turn += 1
                     continue
+            if command.method == COPY_DATA:  # its files are here now: nothing to call
+                self.last_error = None
+                return Outcome(entry.position)
             try:
                 if attempted:
                     uncertain = event_id is None or objects is None

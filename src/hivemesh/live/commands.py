@@ -48,6 +48,7 @@ from hivemesh.live.errors import InvalidCommand
 
 __all__ = [
     "NEUTRAL",
+    "COPY_DATA",
     "PROPOSED",
     "Command",
     "decode",
@@ -102,7 +103,18 @@ PROPOSED: frozenset[str] = frozenset(m for m in METHODS if m.startswith(_PROPOSE
 partitions, column statistics, functions and constraints. Other writes (transactions, locks,
 write ids, compaction requests) go to the metastore that owns them."""
 
+COPY_DATA = "hivemesh_copy_data"
+"""The method name of a command that only copies data: the directories an ACID txn wrote in the
+proposing zone (``data``), shipped to every zone before the txn commits. Its arguments are a
+``get_table_args`` of the table (which :func:`named_objects` and the logs name); no zone calls a
+metastore method for it."""
+
 _CREATES = ("create_", "add_partition", "append_partition")
+
+
+def _struct_method(method: str) -> str:
+    """The HMS method whose args struct a command of ``method`` carries."""
+    return "get_table" if method == COPY_DATA else method
 
 
 def is_create(method: str) -> bool:
@@ -150,9 +162,9 @@ def decode(raw: bytes) -> Command:
         if not isinstance(obj, dict) or obj.get("v") != VERSION:
             raise InvalidCommand(f"not a version-{VERSION} live command: {raw[:80]!r}")
         method = str(obj["method"])
-        if method not in PROPOSED:
+        if method not in PROPOSED and method != COPY_DATA:
             raise InvalidCommand(f"command names {method!r}, not a method live proxies propose")
-        args = args_struct(method)()
+        args = args_struct(_struct_method(method))()
         raw_args = base64.b64decode(obj["args"], validate=True)
         args.read(TBinaryProtocol.TBinaryProtocolAccelerated(TTransport.TMemoryBuffer(raw_args)))
         data = obj.get("data") or []
@@ -287,7 +299,7 @@ def named_objects(command: Command) -> tuple[str, tuple[str, ...]] | None:
     """(database, tables) a command names, lower case, for finding its notification events; None
     when it names no single database."""
     col = Collector()
-    rename_args(method_plan(command.method), positional_args(command.args), col)
+    rename_args(method_plan(_struct_method(command.method)), positional_args(command.args), col)
     dbs = {split_catalog(d)[1].lower() for d in col.dbs if d}
     if len(dbs) != 1:
         return None

@@ -16,6 +16,12 @@ by content, files the proposing zone no longer has removed: :class:`hivemesh.rep
 before it applies the command, so a reader in any zone never sees metadata pointing at files it
 lacks. The proposing zone applies at once: its writers put the files there.
 
+ACID writes make files visible by committing their txn, not by a metastore write: a live proxy
+that sees a txn allocate write ids for a live table ships, when the client commits it, the
+directories holding those write ids (:func:`acid_write_dirs`) to every zone in a
+:data:`~hivemesh.live.commands.COPY_DATA` command, and sends the commit on to the ``acid_owner``
+zone only once every zone applied it.
+
 Not covered: ``append_partition*`` (the metastore creates an empty directory in each zone),
 ``add_partitions_pspec``, and files written without any metastore call (Spark's INSERT into an
 unpartitioned table without that setting, or into an existing partition by its default writer):
@@ -31,6 +37,7 @@ from typing import Any
 import pyarrow.fs as pafs
 from hive_metastore.ttypes import Partition, Table
 
+from hivemesh.acid.names import BASE, parse_acid_dir
 from hivemesh.federation.rewrite import Collector, method_plan, rename_args
 from hivemesh.hive.hms_methods import positional_args
 from hivemesh.hive.names import make_part_name
@@ -39,7 +46,7 @@ from hivemesh.live.config import LiveFile, LiveRule, neutral, to_zone
 from hivemesh.replication.data import DataMover, SyncResult, ZoneStorage
 from hivemesh.replication.state import ReplicationStore
 
-__all__ = ["DataCopier", "data_dirs"]
+__all__ = ["DataCopier", "acid_write_dirs", "data_dirs"]
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +108,42 @@ def data_dirs(
                 rel = _rel(t.sd.location)
                 if rel is not None:
                     out.add(rel)
+    return tuple(sorted(out))
+
+
+def acid_write_dirs(
+    storage: ZoneStorage, table: Table, write_ids: set[int], rule: LiveRule, zone: str
+) -> tuple[str, ...]:
+    """The directories (relative to the rule's root) of ``table`` (``zone``'s definition) that hold
+    rows of ``write_ids``: each delta and delete delta whose write-id range holds one of them, and
+    each base of one, under the table's directory or under every partition directory (``k=v``
+    levels walked down to the table's number of partition keys). Sorted; empty when the table's
+    location is outside the rule's path or missing. Raises OSError from the storage."""
+    base = _table_dir(table, rule, zone)
+    if base is None or table.sd is None:
+        return ()
+    fs, root = storage.resolve(table.sd.location)
+    root = root.rstrip("/")
+    dirs = [root]
+    for _ in table.partitionKeys or ():
+        dirs = [
+            info.path
+            for d in dirs
+            for info in fs.get_file_info(pafs.FileSelector(d, allow_not_found=True))
+            if info.type == pafs.FileType.Directory and "=" in info.base_name
+        ]
+    out: list[str] = []
+    for d in dirs:
+        for info in fs.get_file_info(pafs.FileSelector(d, allow_not_found=True)):
+            acid = parse_acid_dir(info.base_name) if info.type == pafs.FileType.Directory else None
+            if acid is None:
+                continue
+            if acid.kind == BASE:
+                hit = acid.max_write_id in write_ids
+            else:
+                hit = any(acid.min_write_id <= w <= acid.max_write_id for w in write_ids)
+            if hit:
+                out.append(_join(base, info.path[len(root) :].lstrip("/")))
     return tuple(sorted(out))
 
 

@@ -23,11 +23,14 @@ from __future__ import annotations
 import copy
 import getpass
 import logging
+import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
+from hive_metastore.ThriftHiveMetastore import get_table_args
 from hive_metastore.ttypes import MetaException, Partition, Table
 
 from hivemesh.federation.handler import Federation
@@ -37,11 +40,12 @@ from hivemesh.federation.routing import Observer, Registry
 from hivemesh.federation.txns import TxnRouter
 from hivemesh.hive.hms_methods import args_struct
 from hivemesh.live.applier import Applier
-from hivemesh.live.commands import PROPOSED, encode, neutral_location, pin, structs
+from hivemesh.live.commands import COPY_DATA, PROPOSED, Command, encode, neutral_location, pin, structs
 from hivemesh.live.config import LiveConfig, LiveRule
-from hivemesh.live.data import data_dirs
+from hivemesh.live.data import acid_write_dirs, data_dirs
 from hivemesh.live.errors import LiveError, LogUnavailable
 from hivemesh.live.log import CommandLog
+from hivemesh.replication.data import ZoneStorage
 from hivemesh.thrift.server import connection
 
 __all__ = ["LiveCatalog", "OwnerTxns"]
@@ -62,6 +66,49 @@ class OwnerTxns(TxnRouter):
     def __init__(self, fed: LiveCatalog, indexes: MemberIndexes) -> None:
         super().__init__(fed, indexes)
         self.live_fed = fed
+        self._acid_writes: dict[int, set[tuple[str, str, int]]] = {}  # txn -> (db, table, write id)
+        self._acid_lock = threading.Lock()
+
+    def allocate_table_write_ids(self, rqst: Any) -> Any:
+        """Write ids from the owner (:class:`TxnRouter`); for a live table each txn's write id is
+        kept, so that its commit ships the files first (:meth:`commit_txn`)."""
+        db, table = split_catalog(rqst.dbName)[1].lower(), str(rqst.tableName).lower()
+        resp = super().allocate_table_write_ids(rqst)
+        rule = self.live_fed.live.rule_for(db)
+        if rule is not None and rule.matches_table(db, table):
+            with self._acid_lock:
+                for p in resp.txnToWriteIds or []:
+                    self._acid_writes.setdefault(p.txnId, set()).add((db, table, p.writeId))
+        return resp
+
+    def commit_txn(self, rqst: Any) -> None:
+        """Commit, after the directories the txn wrote in this zone for live tables reached every
+        zone (:meth:`LiveCatalog.ship_acid_writes`): a reader in any zone that sees the commit
+        finds the files. When they cannot be shipped the txn stays open (commit again, or abort)
+        and the MetaException says why."""
+        with self._acid_lock:
+            writes = self._acid_writes.pop(rqst.txnid, None)
+        if writes:
+            try:
+                self.live_fed.ship_acid_writes(rqst.txnid, writes)
+            except BaseException:
+                with self._acid_lock:
+                    self._acid_writes.setdefault(rqst.txnid, set()).update(writes)
+                raise
+        super().commit_txn(rqst)
+
+    def abort_txn(self, rqst: Any) -> None:
+        """Abort (:class:`TxnRouter`); its files are never shipped."""
+        with self._acid_lock:
+            self._acid_writes.pop(rqst.txnid, None)
+        super().abort_txn(rqst)
+
+    def abort_txns(self, rqst: Any) -> None:
+        """Abort several txns (:meth:`abort_txn`)."""
+        with self._acid_lock:
+            for t in rqst.txn_ids or []:
+                self._acid_writes.pop(t, None)
+        super().abort_txns(rqst)
 
     def _resolve_db(self, db: str) -> tuple[Member, str]:
         name = split_catalog(db)[1].lower()
@@ -95,8 +142,10 @@ class LiveCatalog(Federation):
         wait_s: float,
         observe: Observer | None = None,
         observe_proposal: ProposalObserver | None = None,
+        storage: ZoneStorage | None = None,
     ) -> None:
         super().__init__(registry, None, indexes, observe)
+        self.storage = storage or ZoneStorage()
         self.live = live
         self.zone = zone
         self.txns = OwnerTxns(self, indexes)
@@ -228,6 +277,63 @@ class LiveCatalog(Federation):
             )
         self._observed(method, type(outcome.error).__name__)
         raise outcome.error
+
+    def ship_acid_writes(self, txn: int, writes: set[tuple[str, str, int]]) -> None:
+        """Copy the directories txn ``txn`` wrote in this zone (``writes``: database, table, write
+        id) to every zone of their rules: one :data:`~hivemesh.live.commands.COPY_DATA` command
+        per table, then wait until every zone applied them (their stored positions; at most
+        ``wait_s`` seconds). Raises MetaException (the log unavailable, a zone behind)."""
+        by_table: dict[tuple[str, str], set[int]] = {}
+        for db, table, write_id in writes:
+            by_table.setdefault((db, table), set()).add(write_id)
+        last, zones = 0, set[str]()
+        for (db, name), write_ids in sorted(by_table.items()):
+            rule = self.live.rule_for(db)
+            t = self._table(db, name)
+            if rule is None or t is None:
+                continue
+            try:
+                dirs = acid_write_dirs(self.storage, t, write_ids, rule, self.zone)
+            except OSError as e:
+                raise MetaException(f"hivemesh live: txn {txn}: listing the files of {db}.{name}: {e}") from e
+            if not dirs:
+                continue
+            command = Command(
+                COPY_DATA, get_table_args(dbname=db, tbl_name=name), rule.name, self.zone, self.user(),
+                int(time.time() * 1000), dirs,
+            )  # fmt: skip
+            request_id = f"{self.zone}.{uuid.uuid4().hex}"
+            try:
+                last = max(last, self.command_log.append(request_id, encode(command)))
+            except LiveError as e:
+                raise MetaException(
+                    f"hivemesh live: txn {txn} not committed: shipping its files of {db}.{name} to the "
+                    f"other zones failed: {e}; commit again, or abort"
+                ) from e
+            zones.update(rule.paths)
+        if last:
+            self._wait_everywhere(txn, last, zones)
+
+    def _wait_everywhere(self, txn: int, position: int, zones: set[str]) -> None:
+        """Wait until every zone of ``zones`` stored a position at or past ``position``."""
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                states = self.command_log.zone_states()
+            except LiveError as e:
+                raise MetaException(
+                    f"hivemesh live: txn {txn} not committed: {e}; commit again, or abort"
+                ) from e
+            behind = sorted(z for z in zones if int(states.get(z, {}).get("position", 0)) < position)
+            if not behind:
+                return
+            if time.monotonic() > deadline:
+                raise MetaException(
+                    f"hivemesh live: txn {txn} not committed: its files (log position {position}) are "
+                    f"not in zone(s) {', '.join(behind)} after {self.wait_s:g}s; they will be; commit "
+                    "again, or abort"
+                )
+            time.sleep(0.05)
 
     def _gave_up(self, request_id: str, method: str, outcome: str, text: str) -> MetaException:
         """The MetaException of a proposal this call stops waiting for (its waiter dropped)."""

@@ -41,6 +41,7 @@ from hivemesh.live.out_of_band import ApplyWindows, OutOfBandWatcher
 from hivemesh.live.proxy import LiveCatalog
 from hivemesh.live.resync import resync
 from hivemesh.live.state import StateFile
+from hivemesh.replication.data import ZoneStorage
 from hivemesh.replication.state import ReplicationStore
 from hivemesh.thrift.processor import HMSProcessor
 from hivemesh.thrift.server import ThriftServer
@@ -206,6 +207,7 @@ class LiveService:
             wait_s=self.wait_s,
             observe=self.metrics.observe_member,
             observe_proposal=self.metrics.observe_proposal,
+            storage=ZoneStorage(self.cfg.zones[self.zone].s3),
         )
         self.poller = HealthPoller(self.catalog, self.settings.status_polling_delay_ms / 1000)
         self.poller.poll_once()
