@@ -22,6 +22,10 @@ path, byte for byte; each metastore counted those files itself when the partitio
 in ``a`` reads the rows the Thrift writer put in through ``b``; Trino in ``c`` reads the same rows
 as Spark in ``a``.
 
+A second test has Spark's ACID writer (``insert_acid``) write through the Hive 4.2 zone's proxy and
+through zone c's, neither the acid_owner, and ``read_acid`` through every zone's proxy read the
+same rows at once (the files reached every zone before each commit).
+
 Left out of the comparison: ``createTime`` (each metastore's own clock) and ids. Hive 4.2 kept
 every pinned field (locations, owners, ``transient_lastDdlTime``, Spark's table parameters); it
 refuses a partition without a storage descriptor (a NullPointerException as MetaException, where
@@ -47,6 +51,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from hive_metastore.ttypes import (
+    Database,
     FieldSchema,
     GetTableRequest,
     Partition,
@@ -55,7 +60,8 @@ from hive_metastore.ttypes import (
     Table,
 )
 
-from hivemesh.acid.tables import FORMATS
+from hivemesh.acid.tables import FORMATS, create_transactional_table
+from hivemesh.client.metastore import MetastoreClient
 from hivemesh.config import MetastoreConfig
 from hivemesh.live.service import LiveService
 from hivemesh.metastore.service import MetastoreService
@@ -386,3 +392,33 @@ def test_spark_and_thrift_write_through_two_zones_trino_reads_a_third(
     spark.catalog.refreshTable(f"{db}.orders")
     assert spark_rows(select_orders) == expected_orders
     assert trino_rows(trino_server, f"{catalog}.", select_orders) == expected_orders
+
+
+@pytest.mark.parametrize("hive4", ["derby"], indirect=True)
+def test_spark_acid_inserts_through_other_zones_are_read_alike_in_every_zone(zones: SimpleNamespace) -> None:
+    """Spark's ACID writer (``insert_acid``) through the Hive 4.2 zone's proxy and through zone c's,
+    neither of them the rule's acid_owner (a): txn, lock and write ids come from a, the files land
+    in the writing zone and reach every zone before the commit; ``read_acid`` through each zone's
+    proxy (its snapshot from a, its files its own) returns the same rows."""
+    from hivemesh.spark.acid import commit, read_acid
+    from hivemesh.spark.acid_dml import insert_acid
+
+    z = zones
+    db = "peers_acid_" + uuid.uuid4().hex[:8]
+    spark = z.sparks.bind(z.proxies["a"].uri, z.roots["a"], app_name="hivemesh-live-peers")
+    with MetastoreClient(z.proxies["a"].uri) as mc:
+        mc.hms.create_database(Database(name=db))
+        create_transactional_table(mc, db, "ledger", [("id", "bigint"), ("note", "string")])
+    caught_up(list(z.proxies.values()))
+    schema = "id bigint, note string"
+    insert_acid(spark, spark.createDataFrame([(1, "one"), (2, "two")], schema), f"{db}.ledger",
+                metastore_uri=z.proxies["b"].uri)  # fmt: skip
+    insert_acid(spark, spark.createDataFrame([(3, "three")], schema), f"{db}.ledger",
+                metastore_uri=z.proxies["c"].uri)  # fmt: skip
+    expected = [(1, "one"), (2, "two"), (3, "three")]
+    try:
+        for zone in ("a", "b", "c"):  # no wait: the files were everywhere before each commit
+            df = read_acid(spark, f"{db}.ledger", metastore_uri=z.proxies[zone].uri)
+            assert sorted(tuple(r) for r in df.collect()) == expected, zone
+    finally:
+        commit(spark)
