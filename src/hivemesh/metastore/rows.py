@@ -173,8 +173,33 @@ def insert_sds(
     return sd_ids
 
 
+# PostgreSQL: delete_sds in one statement (one round trip instead of up to five). The sub-statements
+# of a WITH share one snapshot, so the SDS rows being deleted are still visible to the CDS check and
+# are excluded by id; the foreign keys (NO ACTION) are checked at the statement's end, when the
+# referencing SDS rows are gone.
+_PG_DELETE_SDS = sa.text(
+    """
+    WITH d AS (
+        DELETE FROM "SDS" WHERE "SD_ID" = ANY(CAST(:ids AS bigint[])) RETURNING "SERDE_ID", "CD_ID"
+    ), s AS (
+        DELETE FROM "SERDES" WHERE "SERDE_ID" IN (SELECT "SERDE_ID" FROM d)
+    ), c AS (
+        DELETE FROM "CDS" WHERE "CD_ID" IN (SELECT "CD_ID" FROM d)
+          AND NOT EXISTS (SELECT 1 FROM "SDS" o
+                          WHERE o."CD_ID" = "CDS"."CD_ID" AND o."SD_ID" <> ALL(CAST(:ids AS bigint[])))
+    )
+    SELECT count(*) FROM d
+    """
+)
+
+
 def delete_sds(conn: sa.Connection, sd_ids: sa.Select[Any] | Sequence[int]) -> None:
-    """Delete storage descriptors, their SerDes and column descriptors no longer referenced."""
+    """Delete storage descriptors, their SerDes and column descriptors no longer referenced.
+    ``sd_ids``: SD_IDs, or a SELECT of them."""
+    if conn.dialect.name == "postgresql" and not isinstance(sd_ids, sa.Select):
+        for chunk in _chunks(list(sd_ids)):
+            conn.execute(_PG_DELETE_SDS, {"ids": list(chunk)})
+        return
     sel = sd_ids if isinstance(sd_ids, sa.Select) else list(sd_ids)
     rows = conn.execute(sa.select(SDS.c.SD_ID, SDS.c.SERDE_ID, SDS.c.CD_ID).where(SDS.c.SD_ID.in_(sel))).all()
     if not rows:
