@@ -651,7 +651,7 @@ def load_partitions(
     PART_NAME) or a list. The ids are resolved first, then loaded in chunks of :data:`CHUNK` with
     prebuilt statements, each chunk ordered by PART_NAME.
     """
-    ids = list(conn.execute(part_ids).scalars()) if isinstance(part_ids, sa.Select) else list(part_ids)
+    ids = conn.execute(part_ids).scalars().all() if isinstance(part_ids, sa.Select) else list(part_ids)
     out: list[Partition] = []
     cache: dict[int, list[FieldSchema]] = {}
     for start in range(0, len(ids), CHUNK):
