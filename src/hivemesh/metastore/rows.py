@@ -193,6 +193,34 @@ _PG_DELETE_SDS = sa.text(
 )
 
 
+_PG_DELETE_TABLE = sa.text(
+    """
+    WITH p AS (
+        DELETE FROM "PARTITIONS" WHERE "TBL_ID" = :tbl
+    ), t AS (
+        DELETE FROM "TBLS" WHERE "TBL_ID" = :tbl
+    ), d AS (
+        DELETE FROM "SDS" WHERE "SD_ID" = ANY(CAST(:ids AS bigint[])) RETURNING "SERDE_ID", "CD_ID"
+    ), s AS (
+        DELETE FROM "SERDES" WHERE "SERDE_ID" IN (SELECT "SERDE_ID" FROM d)
+    ), c AS (
+        DELETE FROM "CDS" WHERE "CD_ID" IN (SELECT "CD_ID" FROM d)
+          AND NOT EXISTS (SELECT 1 FROM "SDS" o
+                          WHERE o."CD_ID" = "CDS"."CD_ID" AND o."SD_ID" <> ALL(CAST(:ids AS bigint[])))
+    )
+    SELECT count(*) FROM d
+    """
+)
+
+
+def delete_table_rows_pg(conn: sa.Connection, tbl_id: int, sd_ids: Sequence[int]) -> None:
+    """PostgreSQL only: delete a table's row, its partitions' rows (their children and the table's
+    go by ON DELETE CASCADE) and the storage descriptors ``sd_ids`` (the table's and its
+    partitions') with their SerDes and unused column descriptors, in one statement: one round trip
+    where :func:`delete_sds` after the two deletes takes three."""
+    conn.execute(_PG_DELETE_TABLE, {"tbl": tbl_id, "ids": list(sd_ids)})
+
+
 def delete_sds(conn: sa.Connection, sd_ids: sa.Select[Any] | Sequence[int]) -> None:
     """Delete storage descriptors, their SerDes and column descriptors no longer referenced.
     ``sd_ids``: SD_IDs, or a SELECT of them."""

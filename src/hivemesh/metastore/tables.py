@@ -901,10 +901,13 @@ class TableMixin(CatalogBase):
         ).all()
         part_locs: Sequence[str | None] = [r[1] for r in sds if not r[2]]
         tbl_loc: str | None = next((r[1] for r in sds if r[2]), None)
-        self._delete_partition_rows(conn, part_ids)
-        conn.execute(TBLS.delete().where(TBLS.c.TBL_ID == row.TBL_ID))
         sd_ids = [r[0] for r in sds if not r[2]] + ([row.SD_ID] if row.SD_ID else [])
-        rows.delete_sds(conn, sd_ids)
+        if conn.dialect.name == "postgresql":
+            rows.delete_table_rows_pg(conn, row.TBL_ID, sd_ids)
+        else:
+            self._delete_partition_rows(conn, part_ids)
+            conn.execute(TBLS.delete().where(TBLS.c.TBL_ID == row.TBL_ID))
+            rows.delete_sds(conn, sd_ids)
         self.on_table_dropped(conn, row.DB_NAME, row.TBL_NAME)
         tx.event(
             events.DROP_TABLE,
