@@ -177,9 +177,8 @@ def insert_sds(
 # of a WITH share one snapshot, so the SDS rows being deleted are still visible to the CDS check and
 # are excluded by id; the foreign keys (NO ACTION) are checked at the statement's end, when the
 # referencing SDS rows are gone.
-_PG_DELETE_SDS = sa.text(
-    """
-    WITH d AS (
+_PG_SD_CTES = """
+    d AS (
         DELETE FROM "SDS" WHERE "SD_ID" = ANY(CAST(:ids AS bigint[])) RETURNING "SERDE_ID", "CD_ID"
     ), s AS (
         DELETE FROM "SERDES" WHERE "SERDE_ID" IN (SELECT "SERDE_ID" FROM d)
@@ -189,27 +188,14 @@ _PG_DELETE_SDS = sa.text(
                           WHERE o."CD_ID" = "CDS"."CD_ID" AND o."SD_ID" <> ALL(CAST(:ids AS bigint[])))
     )
     SELECT count(*) FROM d
-    """
-)
-
-
+"""
+_PG_DELETE_SDS = sa.text("WITH " + _PG_SD_CTES)
 _PG_DELETE_TABLE = sa.text(
     """
-    WITH p AS (
-        DELETE FROM "PARTITIONS" WHERE "TBL_ID" = :tbl
-    ), t AS (
-        DELETE FROM "TBLS" WHERE "TBL_ID" = :tbl
-    ), d AS (
-        DELETE FROM "SDS" WHERE "SD_ID" = ANY(CAST(:ids AS bigint[])) RETURNING "SERDE_ID", "CD_ID"
-    ), s AS (
-        DELETE FROM "SERDES" WHERE "SERDE_ID" IN (SELECT "SERDE_ID" FROM d)
-    ), c AS (
-        DELETE FROM "CDS" WHERE "CD_ID" IN (SELECT "CD_ID" FROM d)
-          AND NOT EXISTS (SELECT 1 FROM "SDS" o
-                          WHERE o."CD_ID" = "CDS"."CD_ID" AND o."SD_ID" <> ALL(CAST(:ids AS bigint[])))
-    )
-    SELECT count(*) FROM d
+    WITH p AS (DELETE FROM "PARTITIONS" WHERE "TBL_ID" = :tbl),
+         t AS (DELETE FROM "TBLS" WHERE "TBL_ID" = :tbl),
     """
+    + _PG_SD_CTES
 )
 
 
