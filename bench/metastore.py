@@ -57,7 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # for tests.support (the server harnesses shared with the tests)
 
-from bench import load_client, runner  # noqa: E402
+from bench import java_client, load_client, runner  # noqa: E402
 from hive_metastore.ttypes import (  # noqa: E402
     AddPartitionsRequest,
     Database,
@@ -767,6 +767,75 @@ def add_parts(client: Any, table: str, parts: list[Partition]) -> int:
     return len(res.partitions or [])
 
 
+def setup_tables(srv: Server) -> None:
+    """Only the tables the Java client needs (``--client java``): database ``bench``, table
+    ``lookup`` and ``ap_0`` with 1,000 partitions (added as in :func:`run_workload`, untimed)."""
+    with ThriftClient(srv.host, srv.port, timeout_ms=600_000) as c:
+        c.create_database(Database(name=DB, description="hivemesh benchmark", parameters={}))
+        db_loc = c.get_database(DB).locationUri.rstrip("/")
+        c.create_table(make_table("lookup", f"{db_loc}/lookup"))
+        c.create_table(make_table("ap_0", f"{db_loc}/ap_0"))
+        assert add_parts(c, "ap_0", make_partitions(_location(c, "ap_0"), "ap_0", 0, 1000 // HOURS)) == 1000
+    if srv.pg_db:
+        _pg_analyze(srv.pg_db)  # as autovacuum would after the load
+
+
+JAVA_OPS = (
+    "get_table",
+    "get_table_req",
+    "create_table",
+    "drop_table",
+    "get_partitions",
+    "get_partition_names",
+)
+
+
+def run_java_client(
+    srv: Server,
+    cfg: Settings,
+    levels: Sequence[int],
+    pids: Callable[[], list[int]],
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """The Java client's measurements (``bench/java_client.py``, one JVM): each op of JAVA_OPS from
+    one connection (get_partitions and get_partition_names on ``ap_0``, 1,000 partitions), then
+    TABLE_CALL from each number of concurrent clients in ``levels`` (threads of the JVM, each with its
+    own connection) after an untimed level at the most clients; with the server's and PostgreSQL's
+    CPUs over each window. Returns ``{"ops": {op: {...}}, "clients": [{...} per level]}``; an op the
+    server lacks (Hive 4's get_table) has ``error``."""
+    top = max(levels)
+    steps = [
+        f"single:get_table:{cfg.get_table}:{cfg.warmup}",
+        f"single:get_table_req:{cfg.get_table}:{cfg.warmup}",
+        f"single:create_table:{cfg.create_drop}:{cfg.warmup_heavy}",
+        f"single:drop_table:{cfg.create_drop}:0",
+        f"single:get_partitions:{cfg.get_partitions}:{cfg.warmup_heavy}",
+        f"single:get_partition_names:{cfg.get_partition_names}:{cfg.warmup}",
+        f"concurrent:{TABLE_CALL}:{top}:{cfg.concurrency_warmup_seconds:g}:5",
+        *(f"concurrent:{TABLE_CALL}:{n}:{cfg.concurrency_seconds:g}:5" for n in levels),
+    ]
+    cpus: dict[str, dict[str, float | None]] = {}
+
+    def on_window(step: str, start: float, end: float) -> None:
+        postmaster = _pg_postmaster_pid() if srv.pg_db else None
+        watched = pids()
+        java_client.wait_until(start)
+        s0, g0 = _cpu_seconds(watched), _pg_cpu_seconds(postmaster)
+        java_client.wait_until(end)
+        s1, g1 = _cpu_seconds(watched), _pg_cpu_seconds(postmaster)
+        cpus[step] = {
+            "server_cpus": (s1 - s0) / (end - start),
+            "pg_cpus": (g1 - g0) / (end - start) if g0 is not None and g1 is not None else None,
+            "server_rss_mb": sum(_rss_or_zero(p) for p in watched) / 2**20,
+        }
+
+    say(f"Java client: {', '.join(JAVA_OPS)}, then {TABLE_CALL} from {', '.join(map(str, levels))} threads")
+    results = java_client.run_java_client(srv.host, srv.port, DB, "lookup", "ap_0", steps, on_window)
+    ops = {r["op"]: r for r in results[: len(JAVA_OPS)]}
+    levels_out = [{**r, **cpus.get(r["step"], {})} for r in results[len(JAVA_OPS) + 1 :]]
+    return {"ops": ops, "clients": levels_out}
+
+
 def run_workload(srv: Server, cfg: Settings, say: Callable[[str], None]) -> dict[str, Any]:
     """The main workload on one server, one client; returns {"ops": {op: summary}}."""
     ops: dict[str, dict[str, float]] = {}
@@ -928,9 +997,12 @@ def bench_server(
     java_opts: Sequence[str],
     console: Console,
     workers: int = 1,
+    client: str = "python",
 ) -> dict[str, Any]:
     """Start metastore ``name`` (hivemesh with ``workers`` processes), run the workload, the
-    concurrency levels and the filter growth against it, read its memory; its results dict."""
+    concurrency levels and the filter growth against it with the Python client, and the Java
+    client's measurements (``client``: ``python``, ``java`` or ``both``; ``java`` runs only the
+    tables' setup and the Java client), read its memory; its results dict."""
     t_start = time.perf_counter()
 
     def say(msg: str) -> None:
@@ -943,11 +1015,24 @@ def bench_server(
         def pids() -> list[int]:  # a hivemesh parent and its workers; a JVM
             return _tree_pids(srv.pid) if name in HIVEMESH else [srv.pid]
 
-        res = run_workload(srv, cfg, say)
-        res["clients"] = run_clients(srv, cfg, levels, clients, pids, say)
-        res["concurrency"] = next(c for c in res["clients"] if c["clients"] == concurrency_headline(levels))
-        first_add_s = res["ops"]["add_partitions.1000"]["first_s"]
-        res["growth"], res["growth_note"] = run_filter_growth(srv, cfg, first_add_s, say)
+        if client == "java":
+            setup_tables(srv)
+            res: dict[str, Any] = {"ops": {}, "clients": [], "growth": []}
+        else:
+            res = run_workload(srv, cfg, say)
+        if client in ("java", "both"):
+            try:
+                res["java_client"] = run_java_client(srv, cfg, levels, pids, say)
+            except java_client.JavaClientError as e:
+                res["java_client"] = {"error": str(e)}
+                console.print(f"[red]{LABELS[name]}: the Java client failed: {e}[/red]")
+        if client != "java":
+            res["clients"] = run_clients(srv, cfg, levels, clients, pids, say)
+            res["concurrency"] = next(
+                c for c in res["clients"] if c["clients"] == concurrency_headline(levels)
+            )
+            first_add_s = res["ops"]["add_partitions.1000"]["first_s"]
+            res["growth"], res["growth_note"] = run_filter_growth(srv, cfg, first_add_s, say)
         res["rss_mb"] = sum(rss_bytes(p) for p in pids()) / 2**20
         res["peak_rss_mb"] = sum(peak_rss_bytes(p) for p in pids()) / 2**20
         pss = pss_bytes(pids())  # the RSS sum counts the pages forked workers share once per worker
@@ -1058,19 +1143,33 @@ def render(
             f"≥{aim}" if aim else "",
         )
     t.add_section()
+
+    def conc(r: dict[str, Any], k: str) -> float | None:
+        return r["concurrency"][k] if r.get("concurrency") else None
+
     t.add_row(
         f"get_table, {n} clients: ms per call",
         *(
-            cell(s, lambda r: f"{_ms(r['concurrency']['mean_ms'])} / {_ms(r['concurrency']['p50_ms'])}")
+            cell(
+                s,
+                lambda r: (
+                    f"{_ms(r['concurrency']['mean_ms'])} / {_ms(r['concurrency']['p50_ms'])}"
+                    if r.get("concurrency")
+                    else "n/a"
+                ),
+            )
             for s in SERVERS
         ),
-        *ratios(lambda r: r["concurrency"]["mean_ms"], False, ""),
+        *ratios(partial(conc, k="mean_ms"), False, ""),
         "",
     )
     t.add_row(
         f"get_table, {n} clients: ops/s",
-        *(cell(s, lambda r: f"{r['concurrency']['ops_per_s']:,.0f}") for s in SERVERS),
-        *ratios(lambda r: r["concurrency"]["ops_per_s"], True, ""),
+        *(
+            cell(s, lambda r: f"{r['concurrency']['ops_per_s']:,.0f}" if r.get("concurrency") else "n/a")
+            for s in SERVERS
+        ),
+        *ratios(partial(conc, k="ops_per_s"), True, ""),
         "",
     )
     t.add_section()
@@ -1116,7 +1215,7 @@ def render(
     )
     console.print(t)
 
-    seconds = next((r["clients"][0]["seconds"] for r in results.values() if "clients" in r), None)
+    seconds = next((r["clients"][0]["seconds"] for r in results.values() if r.get("clients")), None)
     ct = RichTable(
         title=f"get_table from concurrent clients ({TABLE_CALL}; {mode}, each with its own connection), "
         + (
@@ -1227,6 +1326,159 @@ def render(
     console.print(g)
 
 
+# The issue's aims for the Java client's table: (label, op or client count, aim vs HMS 2.3.10, aim vs
+# Hive 4). A ratio is the Java metastore's p50 ms / hivemesh's (for the concurrent rows: hivemesh's
+# ops/s / theirs), above 1 = hivemesh faster. get_partition_names: >= 3x HMS 2.3.10 and never slower
+# than Hive 4.
+JAVA_ROWS: list[tuple[str, str | int, float, float]] = [
+    ("get_table", "get_table", 10.0, 10.0),
+    ("get_table_req", "get_table_req", 0.0, 0.0),
+    ("create_table", "create_table", 5.0, 5.0),
+    ("drop_table", "drop_table", 5.0, 5.0),
+    ("get_partitions of 1,000", "get_partitions", 3.0, 3.0),
+    ("get_partition_names of 1,000", "get_partition_names", 3.0, 1.0),
+]
+JAVA_LEVEL_AIMS = {16: (3.0, 3.0), 64: (3.0, 3.0)}
+MEMORY_AIM_VS_HIVE4 = 1.0  # PSS incl. PostgreSQL backends below Hive 4's
+
+
+def _java_op(r: dict[str, Any], op: str, server: str) -> dict[str, Any] | None:
+    """The Java client's figures for ``op`` on one server (Hive 4's get_table: its get_table_req,
+    the call Hive 4's own clients send instead); None when not measured or failed."""
+    jc = r.get("java_client") or {}
+    ops = jc.get("ops") or {}
+    x = ops.get(op)
+    if (x is None or "error" in x) and server == "hive4" and op == "get_table":
+        x = ops.get("get_table_req")
+    return x if x is not None and "error" not in x else None
+
+
+def _java_level(r: dict[str, Any], n: int) -> dict[str, Any] | None:
+    jc = r.get("java_client") or {}
+    return next((x for x in jc.get("clients") or [] if x.get("clients") == n), None)
+
+
+def _pss_total_mb(r: dict[str, Any]) -> float | None:
+    """The server's PSS (RSS where PSS is unreadable) plus its PostgreSQL backends' PSS."""
+    if "rss_mb" not in r:
+        return None
+    return float(r.get("pss_mb", r["rss_mb"]) + r.get("pg_backends_pss_mb", 0.0))
+
+
+def _aim_verdict(checks: list[tuple[float | None, float]]) -> str:
+    """'met' / 'not met' over (ratio, aim) pairs with an aim; 'met where measured' when some ratio is
+    missing and the others meet theirs; '-' when none was measured or there is no aim."""
+    checks = [(r, a) for r, a in checks if a > 0]
+    measured = [(r, a) for r, a in checks if r is not None]
+    if not measured:
+        return "-"
+    if any(r < a for r, a in measured):
+        return "[red]not met[/red]"
+    return "[green]met[/green]" if len(measured) == len(checks) else "[green]met where measured[/green]"
+
+
+def render_java(
+    results: dict[str, Any],
+    skipped: dict[str, str],
+    console: Console,
+    levels: Sequence[int],
+    unavailable: str | None,
+) -> dict[str, str]:
+    """Print the Java client's table (the issue's rows, p50 ms and ops/s per server, the ratios to
+    both Java metastores and whether each aim is met); returns {row label: verdict} (plain text)."""
+    if unavailable:
+        console.print(f"[yellow]note: the Java client did not run: {unavailable}[/yellow]")
+        return {}
+
+    def ran(server: str) -> bool:
+        r = results.get(server, {})
+        return "error" not in r and "java_client" in r and "error" not in r["java_client"]
+
+    t = RichTable(
+        title="Java client (bench/java/MetastoreLoad.java on Hive 2.3.10's Thrift client, as Spark's): p50 ms per "
+        f"call; {TABLE_CALL} from N threads of one JVM, each with its own connection: ops/s (p50 ms). Ratios = "
+        "Java metastore's time / hivemesh's (ops/s: hivemesh's / theirs), >1 = hivemesh faster. Hive 4's "
+        "get_table: its get_table_req",
+        title_justify="left",
+    )
+    t.add_column("operation")
+    for s in SERVERS:
+        t.add_column(LABELS[s], justify="right")
+    pairs = [(s, c) for c in COMPETITORS for s in HIVEMESH]
+    for s, c in pairs:
+        t.add_column(f"{s} vs {'HMS 2.3' if c == 'java' else 'Hive 4'}", justify="right")
+    t.add_column("aim (vs HMS 2.3, vs Hive 4)", justify="right")
+    t.add_column("aim met", justify="right")
+    verdicts: dict[str, str] = {}
+
+    def add(label: str, value: Callable[[str], float | None], text: Callable[[str], str], invert: bool,
+            aims: tuple[float, float], aim_text: str) -> None:  # fmt: skip
+        cells = []
+        for s in SERVERS:
+            if s in skipped:
+                cells.append("[dim]skipped[/dim]")
+            elif not ran(s):
+                cells.append("[red]failed[/red]")
+            else:
+                cells.append(text(s))
+        ratio_cells, checks = [], []
+        for s, c in pairs:
+            a, b = (value(c), value(s)) if ran(s) and ran(c) else (None, None)
+            r = (b / a if invert else a / b) if a and b else None
+            aim = aims[0] if c == "java" else aims[1]
+            ratio_cells.append(_ratio(r, f"{aim:g}x" if aim > 0 else ""))
+            checks.append((r, aim))
+        verdict = _aim_verdict(checks)
+        verdicts[label] = (
+            verdict.replace("[green]", "").replace("[red]", "").replace("[/green]", "").replace("[/red]", "")
+        )
+        t.add_row(label, *cells, *ratio_cells, aim_text, verdict)
+
+    for label, op, aim_java, aim_h4 in JAVA_ROWS:
+
+        def p50(s: str, op: str = str(op)) -> float | None:
+            x = _java_op(results[s], op, s)
+            return x["p50_ms"] if x else None
+
+        def p50_text(s: str, op: str = str(op)) -> str:
+            v = p50(s, op)
+            return _ms(v) if v is not None else "n/a"
+
+        aim_text = "" if not aim_java else f"≥{aim_java:g}x, ≥{aim_h4:g}x"
+        add(label, p50, p50_text, False, (aim_java, aim_h4), aim_text)
+    for n in levels:
+
+        def ops(s: str, n: int = n) -> float | None:
+            x = _java_level(results[s], n)
+            return x["ops_per_s"] if x else None
+
+        def ops_text(s: str, n: int = n) -> str:
+            x = _java_level(results[s], n)
+            return f"{x['ops_per_s']:,.0f} ({_ms(x['p50_ms'])})" if x else "n/a"
+
+        aims = JAVA_LEVEL_AIMS.get(n, (0.0, 0.0))
+        add(
+            f"{TABLE_CALL}, {n} clients",
+            ops,
+            ops_text,
+            True,
+            aims,
+            f"≥{aims[0]:g}x, ≥{aims[1]:g}x" if aims[0] else "",
+        )
+    t.add_section()
+
+    def mem(s: str) -> float | None:
+        return _pss_total_mb(results[s]) if s in results and "error" not in results[s] else None
+
+    def mem_text(s: str) -> str:
+        v = mem(s)
+        return f"{v:,.0f}" if v is not None else "n/a"
+
+    add("PSS incl. PostgreSQL backends, MB", mem, mem_text, False, (0.0, MEMORY_AIM_VS_HIVE4), "below Hive 4")
+    console.print(t)
+    return verdicts
+
+
 # ---------------------------------------------------------------------------------------------- main
 def _levels(text: str) -> list[int]:
     try:
@@ -1261,6 +1513,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1,
         help="hivemesh metastore processes serving the port (--workers; RSS is their sum; default 1)",
     )
+    ap.add_argument(
+        "--client",
+        choices=("both", "java", "python"),
+        default="both",
+        help="who makes the calls: the Python Thrift client (every table but the Java one), the JVM client "
+        "(bench/java/MetastoreLoad.java: the issue's rows, single and concurrent; 'java' runs only it, "
+        "after creating its tables), or both (default)",
+    )
     args = ap.parse_args(argv)
     # Thrift logs every refused connection while a server starts and is polled; the polls report
     # their own failure, so keep the startup noise out of the output
@@ -1269,6 +1529,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap, args.only, _pg_available, java_available, SERVERS, {"hive4": _hive4_unavailable}
     )
     cfg = QUICK if args.quick else FULL
+    java_unavailable = java_client.java_client_unavailable() if args.client != "python" else None
+    client = "python" if java_unavailable else args.client
+    if java_unavailable and args.client == "java":
+        ap.error(f"--client java: {java_unavailable}")
     console = runner.wide_console(200)
     load = runner.print_banner(console, "hivemesh metastore benchmark", args.quick, skipped, LABELS)
     t0 = time.perf_counter()
@@ -1281,7 +1545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "hivemesh-bench-",
             args.keep,
             lambda s, workdir: bench_server(
-                s, cfg, args.clients, clients, workdir, args.java_opts.split(), console, args.workers
+                s, cfg, args.clients, clients, workdir, args.java_opts.split(), console, args.workers, client
             ),
             SERVERS,
         )
@@ -1291,7 +1555,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _pg_cluster_stop()
 
     console.print()
-    render(results, skipped, console, args.concurrency, args.clients)
+    if client != "java":
+        render(results, skipped, console, args.concurrency, args.clients)
+    verdicts = (
+        render_java(results, skipped, console, args.clients, java_unavailable)
+        if args.client != "python"
+        else {}
+    )
     for s in SERVERS:
         r = results.get(s, {})
         if r.get("growth_note"):
@@ -1314,10 +1584,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             + (f" then {args.java_opts}" if args.java_opts else "")
             + "."
         )
-    console.print(
-        f"note: the concurrent clients ran as {args.concurrency}, each with its own connection, on the "
-        f"same {os.cpu_count()} CPUs as the server; hivemesh ran {args.workers} worker process(es)."
-    )
+    if client != "java":
+        console.print(
+            f"note: the concurrent clients ran as {args.concurrency}, each with its own connection, on the "
+            f"same {os.cpu_count()} CPUs as the server; hivemesh ran {args.workers} worker process(es)."
+        )
     for s in SERVERS:
         for x in results.get(s, {}).get("clients") or []:
             if x["idle_clients"]:
@@ -1343,6 +1614,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "load_average_end": end_load,
             "postgres": pg_note,
             "skipped": skipped,
+            "client": client,
+            "java_client_unavailable": java_unavailable,
+            "aims_java_client": verdicts,
             "servers": results,
         }
         args.json_out.write_text(json.dumps(doc, indent=2), encoding="utf-8")

@@ -27,6 +27,16 @@ OPERATIONS = [
     "get_partition_names.1000",
     "get_partitions_by_filter",
 ]
+# the calls bench/metastore.py's Java client times (its JAVA_OPS)
+JAVA_OPS = [
+    "get_table",
+    "get_table_req",
+    "create_table",
+    "drop_table",
+    "get_partitions",
+    "get_partition_names",
+]
+NUMBER_CELL = re.compile(r"^\s*\d[\d,]*(?:\.\d+)?\s*$")
 MEAN_P50 = re.compile(r"\d[\d,]*(?:\.\d+)? / \d[\d,]*(?:\.\d+)?")
 
 
@@ -88,6 +98,23 @@ def test_quick_sqlite_run_prints_the_table(tmp_path: Path) -> None:
     assert sqlite["concurrency"]["ops"] > 0
     assert [g["partitions"] for g in sqlite["growth"]][0] == 1000
     assert all(g["eq"]["mean_ms"] > 0 and g["range"]["mean_ms"] > 0 for g in sqlite["growth"])
+
+    # the Java client (bench/java/MetastoreLoad.java) ran in the same run, where a JDK and the PySpark
+    # jars are there (CI has them: the Java metastore tests need them too)
+    if os.environ.get("CI", "").lower() == "true":
+        assert doc["java_client_unavailable"] is None, doc["java_client_unavailable"]
+    if doc["java_client_unavailable"] is None:
+        java = sqlite["java_client"]
+        assert "error" not in java, java
+        assert set(java["ops"]) == set(JAVA_OPS), java["ops"]
+        for x in java["ops"].values():
+            assert x["calls"] > 0 and x["p50_ms"] > 0, x
+        assert [x["clients"] for x in java["clients"]] == doc["clients"]
+        assert all(x["ops_per_s"] > 0 and x["server_cpus"] >= 0 for x in java["clients"]), java["clients"]
+        java_table = out[out.index("Java client (") :]
+        row = next(line for line in java_table.splitlines() if line.startswith("│ drop_table"))
+        assert NUMBER_CELL.search(row.split("│")[2]), row
+        assert "aim met" in java_table
 
 
 TXN_ROWS = [

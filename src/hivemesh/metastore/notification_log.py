@@ -34,10 +34,53 @@ class PendingEvent:
     catalog: str | None = DEFAULT_CATALOG
 
 
+# PostgreSQL: the sequence row's update (which locks it, as SELECT ... FOR UPDATE would) and the
+# events' insert in one statement, one round trip instead of three. The events come as parallel
+# arrays, numbered by their position (WITH ORDINALITY counts from 1).
+_PG_APPEND = sa.text(
+    """
+    WITH seq AS (
+        UPDATE "NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = "NEXT_EVENT_ID" + :n
+        WHERE "NNI_ID" = 1
+        RETURNING "NEXT_EVENT_ID" - :n AS first
+    )
+    INSERT INTO "NOTIFICATION_LOG" ("NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", "CAT_NAME",
+                                    "DB_NAME", "TBL_NAME", "MESSAGE", "MESSAGE_FORMAT")
+    SELECT seq.first + e.i - 1, seq.first + e.i - 1, :now, e.type, e.cat, e.db, e.tbl, e.msg, :fmt
+    FROM seq, unnest(CAST(:types AS text[]), CAST(:cats AS text[]), CAST(:dbs AS text[]),
+                     CAST(:tbls AS text[]), CAST(:msgs AS text[]))
+              WITH ORDINALITY AS e(type, cat, db, tbl, msg, i)
+    RETURNING "EVENT_ID"
+    """
+)
+
+
 def append_events(conn: sa.Connection, events: Sequence[PendingEvent]) -> list[int]:
-    """Write ``events`` to NOTIFICATION_LOG with the next dense event ids; returns the ids assigned."""
+    """Write ``events`` to NOTIFICATION_LOG with the next dense event ids; returns the ids assigned,
+    in the order of ``events``. Raises ``sqlalchemy.exc.NoResultFound`` (SQLite) or
+    ``RuntimeError`` (PostgreSQL) when the sequence row is missing, and the database's errors (a
+    value too long for its column...)."""
     if not events:
         return []
+    if conn.dialect.name == "postgresql":
+        ids = sorted(
+            conn.execute(
+                _PG_APPEND,
+                {
+                    "n": len(events),
+                    "now": int(time.time()),
+                    "fmt": MESSAGE_FORMAT,
+                    "types": [e.event_type for e in events],
+                    "cats": [e.catalog for e in events],
+                    "dbs": [e.db for e in events],
+                    "tbls": [e.table for e in events],
+                    "msgs": [e.message for e in events],
+                },
+            ).scalars()
+        )
+        if len(ids) != len(events):
+            raise RuntimeError("NOTIFICATION_SEQUENCE has no row 1: the metastore schema is incomplete")
+        return ids
     seq = conn.execute(
         sa.select(NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)
         .where(NOTIFICATION_SEQUENCE.c.NNI_ID == 1)

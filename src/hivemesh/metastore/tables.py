@@ -887,28 +887,27 @@ class TableMixin(CatalogBase):
         conn = tx.conn
         dropped = self._table_image(conn, row.CTLG_NAME, row.DB_NAME, row.TBL_NAME)
         part_ids = sa.select(PARTITIONS.c.PART_ID).where(PARTITIONS.c.TBL_ID == row.TBL_ID)
-        part_locs: Sequence[str | None] = []
-        if delete_data and row.TBL_TYPE == MANAGED:
-            part_locs = (
-                conn.execute(
-                    sa.select(SDS.c.LOCATION)
-                    .select_from(PARTITIONS.join(SDS, PARTITIONS.c.SD_ID == SDS.c.SD_ID))
-                    .where(PARTITIONS.c.TBL_ID == row.TBL_ID)
-                )
-                .scalars()
-                .all()
+        # the storage descriptors of the partitions and of the table, with their locations, in one
+        # query (a round trip fewer than two on PostgreSQL; UNION ALL keeps both parts on indexes)
+        sds = conn.execute(
+            sa.union_all(
+                sa.select(SDS.c.SD_ID, SDS.c.LOCATION, sa.literal(0).label("is_table"))
+                .select_from(PARTITIONS.join(SDS, PARTITIONS.c.SD_ID == SDS.c.SD_ID))
+                .where(PARTITIONS.c.TBL_ID == row.TBL_ID),
+                sa.select(SDS.c.SD_ID, SDS.c.LOCATION, sa.literal(1).label("is_table")).where(
+                    SDS.c.SD_ID == row.SD_ID
+                ),
             )
-        part_sds = (
-            conn.execute(sa.select(PARTITIONS.c.SD_ID).where(PARTITIONS.c.TBL_ID == row.TBL_ID))
-            .scalars()
-            .all()
-        )
-        self._delete_partition_rows(conn, part_ids)
-        tbl_loc: str | None = None
-        if row.SD_ID is not None:
-            tbl_loc = conn.execute(sa.select(SDS.c.LOCATION).where(SDS.c.SD_ID == row.SD_ID)).scalar()
-        conn.execute(TBLS.delete().where(TBLS.c.TBL_ID == row.TBL_ID))
-        rows.delete_sds(conn, [s for s in part_sds if s is not None] + ([row.SD_ID] if row.SD_ID else []))
+        ).all()
+        part_locs: Sequence[str | None] = [r[1] for r in sds if not r[2]]
+        tbl_loc: str | None = next((r[1] for r in sds if r[2]), None)
+        sd_ids = [r[0] for r in sds if not r[2]] + ([row.SD_ID] if row.SD_ID else [])
+        if conn.dialect.name == "postgresql":
+            rows.delete_table_rows_pg(conn, row.TBL_ID, sd_ids)
+        else:
+            self._delete_partition_rows(conn, part_ids)
+            conn.execute(TBLS.delete().where(TBLS.c.TBL_ID == row.TBL_ID))
+            rows.delete_sds(conn, sd_ids)
         self.on_table_dropped(conn, row.DB_NAME, row.TBL_NAME)
         tx.event(
             events.DROP_TABLE,

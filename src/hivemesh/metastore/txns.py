@@ -97,6 +97,16 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+_PG_FORGET_TABLE = sa.text(
+    """
+    WITH a AS (DELETE FROM "TXN_TO_WRITE_ID" WHERE "T2W_DATABASE" = :db AND "T2W_TABLE" = :tbl),
+         b AS (DELETE FROM "NEXT_WRITE_ID" WHERE "NWI_DATABASE" = :db AND "NWI_TABLE" = :tbl),
+         c AS (DELETE FROM "TXN_COMPONENTS" WHERE "TC_DATABASE" = :db AND "TC_TABLE" = :tbl)
+    DELETE FROM "WRITE_SET" WHERE "WS_DATABASE" = :db AND "WS_TABLE" = :tbl
+    """
+)
+
+
 class TxnMixin(CatalogBase):
     """HMS transaction and write-id methods of :class:`LocalMetastore`."""
 
@@ -398,6 +408,9 @@ class TxnMixin(CatalogBase):
     def on_table_dropped(self, conn: sa.Connection, db: str, table: str) -> None:
         """Forget a dropped table's write ids and txn components (Hive's TxnHandler.cleanupRecords)."""
         db, table = db.lower(), table.lower()
+        if conn.dialect.name == "postgresql":  # one round trip instead of four
+            conn.execute(_PG_FORGET_TABLE, {"db": db, "tbl": table})
+            return
         conn.execute(
             TXN_TO_WRITE_ID.delete().where(
                 TXN_TO_WRITE_ID.c.T2W_DATABASE == db, TXN_TO_WRITE_ID.c.T2W_TABLE == table
