@@ -16,7 +16,9 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 import requests
 from hive_metastore.ttypes import Database, FieldSchema, SerDeInfo, StorageDescriptor, Table
@@ -25,7 +27,7 @@ from hivemesh import storage
 from hivemesh.replication.data import DataMover, ZoneStorage
 from hivemesh.replication.state import ReplicationStore
 from hivemesh.storage.copy import checksum, sync_tree
-from hivemesh.storage.hdfs import hdfs_client_name, split_hdfs_location
+from hivemesh.storage.hdfs import CLIENT_ENV, hdfs_client_name, hdfs_filesystem, split_hdfs_location
 from tests.conftest import repo_root
 from tests.support.hdfs import HdfsCluster
 from tests.support.servers import HivemeshProcess, ThriftClient
@@ -54,10 +56,27 @@ def _flip_byte(location: str, offset: int) -> None:
     storage.write_file(location, bytes(data))
 
 
-def test_default_client_needs_no_hadoop() -> None:
-    assert hdfs_client_name() == os.environ.get("HIVEMESH_HDFS_CLIENT", "native").lower()
+def test_choosing_the_client(monkeypatch: pytest.MonkeyPatch, hdfs_cluster: HdfsCluster) -> None:
+    monkeypatch.delenv(CLIENT_ENV, raising=False)
+    assert hdfs_client_name() == "native"
+    monkeypatch.setenv(CLIENT_ENV, "WebHDFS")
+    with pytest.raises(ValueError, match="expected one of native, libhdfs"):
+        hdfs_client_name()
+    monkeypatch.delenv(CLIENT_ENV)
     assert split_hdfs_location("hdfs://nn:8020/w/t") == ("nn:8020", "/w/t")
     assert split_hdfs_location("hdfs://nn") == ("nn", "/")
+
+    # libhdfs (a user's Hadoop client): where libhdfs.so and a Hadoop class path are installed it
+    # reads what the native client wrote; without them (as on this project's machines) opening
+    # it fails with OSError naming what is missing
+    storage.write_file(f"{hdfs_cluster.uri}/clients/f", b"both")
+    try:
+        fs = hdfs_filesystem(split_hdfs_location(hdfs_cluster.uri)[0], "libhdfs")
+    except OSError as e:
+        assert "libhdfs" in str(e) or "libjvm" in str(e)
+    else:
+        with fs.open_input_stream("/clients/f") as f:
+            assert f.read() == b"both"
 
 
 def test_files_and_directories(root: str, hdfs_cluster: HdfsCluster) -> None:
@@ -84,6 +103,12 @@ def test_files_and_directories(root: str, hdfs_cluster: HdfsCluster) -> None:
     assert storage.quick_stats(table) == (2, 1024)  # hidden entries left out, as Hive does
     info = fs.get_file_info(f"{path}/part-0")
     assert info.size == 1000 and info.mtime_ns is not None
+
+    # random access (what the ORC and Parquet readers do): a Parquet file written and read back
+    rows = pa.table({"id": list(range(1000)), "name": [f"n{i}" for i in range(1000)]})
+    pq.write_table(rows, f"{path}/data.parquet", filesystem=fs)
+    assert pq.read_table(f"{path}/data.parquet", filesystem=fs).equals(rows)
+    fs.delete_file(f"{path}/data.parquet")
 
     # a file rewritten in place (output streams replace), and errors as OSError
     storage.write_file(f"{table}/part-0", b"c" * 10)

@@ -174,7 +174,7 @@ BUNDLES: dict[str, Bundle] = {
             description=f"Apache Hadoop {HADOOP_MINICLUSTER_VERSION} mini cluster (hadoop-client-minicluster): "
             "an HDFS NameNode and DataNodes in one JVM, for tests and benchmarks",
             dependencies=(f"org.apache.hadoop:hadoop-client-minicluster:{HADOOP_MINICLUSTER_VERSION}",),
-            approx_mb=90,
+            approx_mb=105,
         ),
         Bundle(
             name="trino-server",

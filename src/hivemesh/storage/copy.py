@@ -93,7 +93,16 @@ def copy_file(src_fs: pafs.FileSystem, src: str, dst_fs: pafs.FileSystem, dst: s
     """
     with staged(dst_fs, dst) as tmp:
         size = src_fs.get_file_info(src).size
-        pafs.copy_files(src, tmp, source_filesystem=src_fs, destination_filesystem=dst_fs, chunk_size=CHUNK)
+        if isinstance(src_fs, pafs.PyFileSystem) or isinstance(dst_fs, pafs.PyFileSystem):
+            # HDFS (a Python-implemented file system): a plain loop of CHUNK reads and writes;
+            # pyarrow's copy_files moves such streams at under half the speed
+            with src_fs.open_input_stream(src) as f, dst_fs.open_output_stream(tmp) as out:
+                while chunk := f.read_buffer(CHUNK):  # a pyarrow Buffer: no copy into bytes
+                    out.write(chunk)
+        else:
+            pafs.copy_files(
+                src, tmp, source_filesystem=src_fs, destination_filesystem=dst_fs, chunk_size=CHUNK
+            )
     return int(size or 0)
 
 

@@ -184,14 +184,17 @@ def resolve_location(location: str, filesystem: pafs.FileSystem | None = None) -
 
 
 def same_location(a: str | None, b: str) -> bool:
-    """True when locations ``a`` and ``b`` name the same directory (same kind of file system, same
-    path but for trailing slashes); False when ``a`` is empty. Raises ValueError/OSError
-    as :func:`resolve_location` when pyarrow cannot open the file system of either."""
+    """True when locations ``a`` and ``b`` name the same directory (same kind of file system, for
+    HDFS the same NameNode, same path but for trailing slashes); False when ``a`` is empty. Raises
+    ValueError/OSError as :func:`resolve_location` when pyarrow cannot open the file system of
+    either."""
     if not a:
         return False
     fa, pa_ = resolve_location(a)
     fb, pb = resolve_location(b)
-    return type(fa) is type(fb) and pa_.rstrip("/") == pb.rstrip("/")
+    if type(fa) is not type(fb) or (isinstance(fa, pafs.PyFileSystem) and not fa.equals(fb)):
+        return False  # a PyFileSystem (HDFS) names its NameNode in the handler, not in the path
+    return pa_.rstrip("/") == pb.rstrip("/")
 
 
 def _target(location: str | None) -> tuple[pafs.FileSystem, str] | None:
