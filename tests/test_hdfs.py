@@ -9,6 +9,7 @@ installation); WebHDFS is checked to see the same files.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -241,6 +242,26 @@ def test_copy_by_content_finds_a_flipped_byte(direction: str, root: str, tmp_pat
         assert _read(f"{target2}/part-0") == _read(f"{source}/part-0")
     finally:
         store.dispose()
+
+
+def test_hdfs_file_checksum_is_no_md5_of_the_bytes(root: str, hdfs_cluster: HdfsCluster) -> None:
+    """Why copy by content does not use HDFS's own checksum: for the same bytes it is an MD5 of
+    per-block MD5s of per-chunk CRC32Cs (WebHDFS ``GETFILECHECKSUM``), so it depends on the block
+    and chunk sizes and matches neither the MD5 hivemesh computes nor an S3 ETag."""
+    data = os.urandom(5000)
+    storage.write_file(f"{root}/f", data)
+    answer = requests.get(
+        f"http://127.0.0.1:{hdfs_cluster.http_port}/webhdfs/v1{split_hdfs_location(root)[1]}/f",
+        params={"op": "GETFILECHECKSUM", "user.name": "hivemesh"},
+        timeout=30,
+    )
+    answer.raise_for_status()
+    file_checksum = answer.json()["FileChecksum"]
+    assert file_checksum["algorithm"] == "MD5-of-0MD5-of-512CRC32C"
+    fs, path = storage.resolve_location(f"{root}/f")
+    ours = checksum(fs, path)
+    assert ours == hashlib.md5(data, usedforsecurity=False).hexdigest()
+    assert ours not in file_checksum["bytes"]
 
 
 def test_benchmark_runs(hdfs_cluster: HdfsCluster) -> None:

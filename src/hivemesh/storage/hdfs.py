@@ -31,6 +31,8 @@ __all__ = [
     "NativeHdfsHandler",
     "hdfs_client_name",
     "hdfs_filesystem",
+    "input_stream",
+    "output_stream",
     "split_hdfs_location",
 ]
 
@@ -295,3 +297,32 @@ class _Writer(io.RawIOBase):
             except Exception as e:
                 raise _os_error(e, "close") from e
             super().close()
+
+
+def _native(fs: pafs.FileSystem) -> NativeHdfsHandler | None:
+    handler = getattr(fs, "handler", None) if isinstance(fs, pafs.PyFileSystem) else None
+    return handler if isinstance(handler, NativeHdfsHandler) else None
+
+
+def input_stream(fs: pafs.FileSystem, path: str) -> Any:
+    """A sequential reader of file ``path`` on ``fs`` (a context manager whose ``read(n)`` gives up
+    to ``n`` bytes, empty at the end): on the native HDFS client its own reader, which skips
+    pyarrow's wrapping of a Python file (half the speed on reads of 8 MiB); else
+    ``fs.open_input_stream``. Raises OSError (FileNotFoundError for a missing file)."""
+    native = _native(fs)
+    return native._reader(path) if native is not None else fs.open_input_stream(path)
+
+
+def output_stream(fs: pafs.FileSystem, path: str) -> Any:
+    """A writer of file ``path`` on ``fs`` (a context manager with ``write(bytes)``; the file is
+    replaced, missing parents created): on the native HDFS client its own writer, else
+    ``fs.open_output_stream``. Raises OSError."""
+    native = _native(fs)
+    if native is None:
+        return fs.open_output_stream(path)
+    from hdfs_native import WriteOptions
+
+    try:
+        return _Writer(native.client.create(path, WriteOptions(overwrite=True, create_parent=True)))
+    except Exception as e:
+        raise _os_error(e, path) from e
