@@ -12,7 +12,8 @@ warm-up copy of 8 MiB; every copy is checked by size, the round trip by MD5 at t
 - **native**: hivemesh's storage layer (``hdfs-native``, a Rust client of HDFS's own protocols,
   through :class:`hivemesh.storage.hdfs.NativeHdfsHandler`), copying as replication does
   (:func:`hivemesh.storage.copy.copy_file`: a temporary name, then a rename). The default.
-- **native-direct**: the same client without pyarrow (8 MiB reads and writes): the wrapper's cost.
+- **native-direct**: the same client alone (8 MiB reads and writes to a Python file, no temporary
+  name, no rename): what hivemesh's copy path costs on top of the client.
 - **webhdfs**: fsspec's WebHDFS client wrapped as a pyarrow file system
   (``PyFileSystem(FSSpecHandler(...))``), same copy path; needs the NameNode's HTTP port.
 - **jvm**: Hadoop's own Java client (``FileUtil.copy`` in a JVM of its own; the copy alone is
