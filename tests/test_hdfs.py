@@ -31,7 +31,7 @@ from hivemesh.storage.copy import checksum, sync_tree
 from hivemesh.storage.hdfs import CLIENT_ENV, hdfs_client_name, hdfs_filesystem, split_hdfs_location
 from tests.conftest import repo_root
 from tests.support.hdfs import HdfsCluster
-from tests.support.servers import HivemeshProcess, ThriftClient
+from tests.support.servers import HivemeshProcess, ThriftClient, free_port
 
 pytestmark = pytest.mark.hdfs
 
@@ -66,6 +66,10 @@ def test_choosing_the_client(monkeypatch: pytest.MonkeyPatch, hdfs_cluster: Hdfs
     monkeypatch.delenv(CLIENT_ENV)
     assert split_hdfs_location("hdfs://nn:8020/w/t") == ("nn:8020", "/w/t")
     assert split_hdfs_location("hdfs://nn") == ("nn", "/")
+
+    # a NameNode that is down: operations fail (a few retries), the location operations say so
+    down = f"hdfs://127.0.0.1:{free_port()}/w/t"
+    assert not storage.exists(down) and storage.quick_stats(down) is None
 
     # libhdfs (a user's Hadoop client): where libhdfs.so and a Hadoop class path are installed it
     # reads what the native client wrote; without them (as on this project's machines) opening

@@ -13,6 +13,11 @@ Two clients, chosen by ``$HIVEMESH_HDFS_CLIENT``:
   (``hadoop classpath --glob``). Maven Central's Hadoop jars do not ship ``libhdfs.so``.
 
 Both take a location ``hdfs://authority/path``; ``hdfs://nn/x`` uses the NameNode RPC port 8020.
+
+An unreachable NameNode fails the ``native`` client's call in 1-2 s (:data:`RETRY_DEFAULTS`: 3
+attempts 0.1-1 s apart), where Hadoop's own defaults retry for about 3 minutes: a metastore call on
+a location of a NameNode that is down should fail, not hang. A ``dfs.client.failover.*`` value set
+in ``$HADOOP_CONF_DIR`` wins over these.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import io
 import os
 import threading
 from typing import Any
+from xml.etree import ElementTree
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -28,6 +34,7 @@ import pyarrow.fs as pafs
 __all__ = [
     "CLIENT_ENV",
     "CLIENTS",
+    "RETRY_DEFAULTS",
     "NativeHdfsHandler",
     "hdfs_client_name",
     "hdfs_filesystem",
@@ -41,6 +48,13 @@ CLIENT_ENV = "HIVEMESH_HDFS_CLIENT"
 
 CLIENTS = ("native", "libhdfs")
 """The HDFS clients hivemesh can use (see the module docstring); the first is the default."""
+
+RETRY_DEFAULTS: dict[str, str] = {
+    "dfs.client.failover.max.attempts": "3",
+    "dfs.client.failover.sleep.base.millis": "100",
+    "dfs.client.failover.sleep.max.millis": "1000",
+}
+"""The ``native`` client's retry settings where ``$HADOOP_CONF_DIR`` sets none (milliseconds)."""
 
 _CACHE: dict[tuple[str, str], pafs.FileSystem] = {}
 _LOCK = threading.Lock()
@@ -91,7 +105,24 @@ def _open(client: str, authority: str) -> pafs.FileSystem:
     from hdfs_native import Client  # an optional dependency's import: only when HDFS is used
 
     url = f"hdfs://{authority}" if authority else None
-    return pafs.PyFileSystem(NativeHdfsHandler(Client(url), authority))
+    return pafs.PyFileSystem(NativeHdfsHandler(Client(url, _client_config()), authority))
+
+
+def _client_config() -> dict[str, str]:
+    """:data:`RETRY_DEFAULTS` less the keys the Hadoop configuration files set."""
+    conf_dir = os.environ.get("HADOOP_CONF_DIR") or (
+        os.path.join(os.environ["HADOOP_HOME"], "etc", "hadoop") if os.environ.get("HADOOP_HOME") else ""
+    )
+    configured: set[str] = set()
+    for name in ("core-site.xml", "hdfs-site.xml"):
+        path = os.path.join(conf_dir, name)
+        if conf_dir and os.path.isfile(path):
+            try:
+                root = ElementTree.parse(path).getroot()
+            except (OSError, ElementTree.ParseError):
+                continue
+            configured.update((p.findtext("name") or "").strip() for p in root.iter("property"))
+    return {k: v for k, v in RETRY_DEFAULTS.items() if k not in configured}
 
 
 def _os_error(e: Exception, path: str) -> OSError:
