@@ -14,6 +14,11 @@ Two clients, chosen by ``$HIVEMESH_HDFS_CLIENT``:
 
 Both take a location ``hdfs://authority/path``; ``hdfs://nn/x`` uses the NameNode RPC port 8020.
 
+Known limit of the ``native`` client (0.14.7): a file still open for writing reads as empty, even
+the bytes its writer flushed (``hflush``/``hsync``); Hadoop's Java client (and WebHDFS) asks the
+DataNode for their visible length and reads them. Its writer's ``hsync`` does make them visible to
+Java readers.
+
 An unreachable NameNode fails the ``native`` client's call in 1-2 s (:data:`RETRY_DEFAULTS`: 3
 attempts 0.1-1 s apart), where Hadoop's own defaults retry for about 3 minutes: a metastore call on
 a location of a NameNode that is down should fail, not hang. A ``dfs.client.failover.*`` value set
