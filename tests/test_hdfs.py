@@ -22,7 +22,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 import requests
-from hive_metastore.ttypes import Database, FieldSchema, SerDeInfo, StorageDescriptor, Table
+from hive_metastore.ttypes import Database, FieldSchema, Partition, SerDeInfo, StorageDescriptor, Table
 
 from hivemesh import storage
 from hivemesh.replication.data import DataMover, ZoneStorage
@@ -194,6 +194,24 @@ def test_metastore_locations_on_hdfs(root: str, tmp_path: Path) -> None:
             )
             params = hms.get_table("sales", "events").parameters
             assert (params["numFiles"], params["totalSize"]) == ("2", "600")
+
+            # a partition's directory below the table's, made on add, removed on drop
+            daily = f"{db_location}/daily"
+            hms.create_table(
+                Table(
+                    tableName="daily",
+                    dbName="sales",
+                    sd=_sd(daily),
+                    partitionKeys=[FieldSchema("ds", "string", None)],
+                    tableType="MANAGED_TABLE",
+                    parameters={},
+                )
+            )
+            hms.add_partitions([Partition(values=["2024-01-01"], dbName="sales", tableName="daily")])
+            part = hms.get_partition("sales", "daily", ["2024-01-01"])
+            assert part.sd.location == f"{daily}/ds=2024-01-01" and storage.exists(part.sd.location)
+            assert hms.drop_partition("sales", "daily", ["2024-01-01"], True)
+            assert not storage.exists(part.sd.location) and storage.exists(daily)
 
             hms.drop_table("sales", "orders", True)
             assert not storage.exists(managed)
