@@ -1,7 +1,7 @@
 """``hdfs://`` locations on a real HDFS (the session's mini cluster, :mod:`tests.support.hdfs`):
 the storage layer's file and directory operations, the metastore's location handling (directories
-made and removed, fast statistics), copying by content in both directions with a flipped byte
-found, and ``bench/hdfs.py`` at a tiny size.
+made and removed, fast statistics), copying by content HDFS <-> local and HDFS -> S3 (moto) with a
+flipped byte found on either side, and ``bench/hdfs.py`` at a tiny size.
 
 The storage layer reaches HDFS through its default client (``hdfs-native``, no Hadoop
 installation); WebHDFS is checked to see the same files.
@@ -25,12 +25,14 @@ import requests
 from hive_metastore.ttypes import Database, FieldSchema, Partition, SerDeInfo, StorageDescriptor, Table
 
 from hivemesh import storage
+from hivemesh.replication.config import S3Options
 from hivemesh.replication.data import DataMover, ZoneStorage
 from hivemesh.replication.state import ReplicationStore
 from hivemesh.storage.copy import checksum, sync_tree
 from hivemesh.storage.hdfs import CLIENT_ENV, hdfs_client_name, hdfs_filesystem, split_hdfs_location
 from tests.conftest import repo_root
 from tests.support.hdfs import HdfsCluster
+from tests.support.moto_glue import MotoGlue
 from tests.support.servers import HivemeshProcess, ThriftClient, free_port
 
 pytestmark = pytest.mark.hdfs
@@ -264,6 +266,61 @@ def test_copy_by_content_finds_a_flipped_byte(direction: str, root: str, tmp_pat
         assert _read(f"{target2}/part-0") == _read(f"{source}/part-0")
     finally:
         store.dispose()
+
+
+def test_hdfs_to_s3_by_content(root: str, tmp_path: Path) -> None:
+    """HDFS -> S3 (a moto server) with replication's data mover: a byte flipped on the S3 side is
+    found by MD5 once the ledger is not trusted (as ``verify`` compares), one flipped on the HDFS
+    side by the source's new modification time; each is copied again."""
+    import boto3
+
+    with MotoGlue() as moto:  # a moto server: S3 among its services
+        boto3.client(
+            "s3",
+            region_name="us-east-1",
+            endpoint_url=moto.endpoint_url,
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+        ).create_bucket(Bucket="lake")
+        s3 = S3Options(
+            endpoint_override=f"127.0.0.1:{moto.port}",
+            scheme="http",
+            access_key="x",
+            secret_key="x",
+            region="us-east-1",
+        )
+        files = {"part-0": os.urandom(4000), "ds=1/part-1": os.urandom(9000)}
+        for rel, data in files.items():
+            storage.write_file(f"{root}/src/{rel}", data)
+        target = f"s3a://lake/{uuid.uuid4().hex[:8]}/t"
+        store = ReplicationStore(f"sqlite:///{tmp_path / 'replication.db'}")
+        try:
+            mover = DataMover("p", store, ZoneStorage(), ZoneStorage(s3), threads=2)
+            assert mover.sync(f"{root}/src", target).copied == 2
+            s3_fs, s3_root = ZoneStorage(s3).resolve(target)
+            with s3_fs.open_input_stream(f"{s3_root}/ds=1/part-1") as f:
+                assert f.read() == files["ds=1/part-1"]
+
+            flipped = bytearray(files["ds=1/part-1"])
+            flipped[4321] ^= 0x01
+            with s3_fs.open_output_stream(f"{s3_root}/ds=1/part-1") as out:
+                out.write(bytes(flipped))
+            mover.trust_ledger = False
+            assert (mover.sync(f"{root}/src", target).copied, mover.sync(f"{root}/src", target).copied) == (
+                1,
+                0,
+            )
+            with s3_fs.open_input_stream(f"{s3_root}/ds=1/part-1") as f:
+                assert f.read() == files["ds=1/part-1"]
+
+            mover.trust_ledger = True
+            _flip_byte(f"{root}/src/part-0", 0)
+            result = mover.sync(f"{root}/src", target)
+            assert (result.copied, result.bytes_copied) == (1, 4000)
+            with s3_fs.open_input_stream(f"{s3_root}/part-0") as f:
+                assert f.read() == _read(f"{root}/src/part-0") != files["part-0"]
+        finally:
+            store.dispose()
 
 
 def test_hdfs_file_checksum_is_no_md5_of_the_bytes(root: str, hdfs_cluster: HdfsCluster) -> None:
