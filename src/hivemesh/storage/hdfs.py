@@ -107,7 +107,7 @@ def _open(client: str, authority: str) -> pafs.FileSystem:
     if client == "libhdfs":
         host, _, port = authority.rpartition(":") if ":" in authority else (authority, "", "8020")
         return pafs.HadoopFileSystem(host or "default", int(port) if port else 8020)
-    from hdfs_native import Client  # an optional dependency's import: only when HDFS is used
+    from hdfs_native import Client  # a native extension: loaded only when HDFS is used
 
     url = f"hdfs://{authority}" if authority else None
     return pafs.PyFileSystem(NativeHdfsHandler(Client(url, _client_config()), authority))
