@@ -4,8 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 STAMP  := $(VENV)/.installed
-# The fast loop: everything but the JVM peers (Spark, the Java metastores, Hive streaming, Trino).
-QUICK  := not spark and not javahms and not hive4 and not hive_streaming and not trino
+# The fast loop: everything but the JVM peers (Spark, the Java metastores, Hive streaming, Trino, HDFS).
+QUICK  := not spark and not javahms and not hive4 and not hive_streaming and not trino and not hdfs
 # Two pytest-xdist workers: most tests wait on servers and peers rather than compute. Tests run in
 # groups (tests/conftest.py): each JVM peer's tests on one worker, the others file by file.
 TEST_WORKERS ?= 2

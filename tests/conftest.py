@@ -206,14 +206,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 # Markers that follow from the fixtures a test uses, so ``-m`` selections (``make test-quick``)
 # need no hand-kept list.
-_FIXTURE_MARKS = {"spark": "spark", "spark_metastore": "spark", "hive4": "hive4", "etcd_cluster": "etcd"}
+_FIXTURE_MARKS = {
+    "spark": "spark",
+    "spark_metastore": "spark",
+    "hive4": "hive4",
+    "etcd_cluster": "etcd",
+    "hdfs_cluster": "hdfs",
+}
 
 
 # With pytest-xdist (``-n 2 --dist loadgroup``), tests run in groups, a group on one worker: each
 # JVM peer a group of its own, so it starts on one worker only (one SparkSession per JVM, and the
-# Spark tests' order of backends kept), and so the etcd cluster, every other test with the rest of
-# its file, so module fixtures start once.
-_JVM_GROUPS = ("spark", "proxy_spark", "hive4", "etcd")
+# Spark tests' order of backends kept), and so the etcd cluster and the HDFS mini cluster, every
+# other test with the rest of its file, so module fixtures start once.
+_JVM_GROUPS = ("spark", "proxy_spark", "hive4", "etcd", "hdfs")
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -299,6 +305,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda i: (_order(i), str(i.path), keys[id(i)], position[id(i)]))
 
 
+from tests.hdfs_fixtures import *  # noqa: E402,F401,F403 - the HDFS mini cluster
 from tests.hive4_fixtures import *  # noqa: E402,F401,F403 - the Hive 4 metastore peers
 from tests.spark_fixtures import *  # noqa: E402,F401,F403 - the shared Spark fixtures
 from tests.trino_fixtures import *  # noqa: E402,F401,F403 - the Trino server

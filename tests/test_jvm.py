@@ -75,7 +75,9 @@ def test_override_points_at_the_users_own_jars(tmp_path: Path, monkeypatch: pyte
 def test_unknown_bundle_and_a_cold_cache_without_fetching(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with pytest.raises(JvmArtifactError, match="unknown JVM bundle 'hive5'; known: delta, hive-streaming"):
+    with pytest.raises(
+        JvmArtifactError, match="unknown JVM bundle 'hive5'; known: delta, hadoop-minicluster, hive-streaming"
+    ):
         resolve("hive5")
     monkeypatch.setenv("HIVEMESH_JVM_CACHE", str(tmp_path))
     with pytest.raises(JvmArtifactError, match="not in the cache .* hivemesh jars fetch trino-server"):

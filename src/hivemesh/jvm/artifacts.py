@@ -17,6 +17,10 @@ Versions (checked against Maven Central on 2026-11-24):
   real streaming writer is Hive 3.1.3's, with ``hive-exec`` of the same version.
 - Delta Lake for Spark: 4.4.0 (newest on Maven Central), built for Spark 4.2: hence PySpark 4.2.
 - Trino: 476, the newest ``trino-server`` tarball on Maven Central; it needs Java 24 or later.
+- HDFS for tests: ``hadoop-client-minicluster`` 3.5.0 (a NameNode and DataNodes in one JVM), the
+  Hadoop of PySpark 4.2's own jars (``hadoop-client-api-3.5.0``). 3.4.1's shaded mini cluster
+  answers every WebHDFS call with 404 on Java 17 (its Jersey 1 finds no resource method); 3.5.0's
+  (Jersey 2) serves WebHDFS.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ HIVE4_SCHEMA_VERSION = "4.0.1"
 HIVE4_HADOOP_VERSION = "3.4.1"
 HIVE_STREAMING_VERSION = "3.1.3"
 DELTA_VERSION = "4.4.0"
+HADOOP_MINICLUSTER_VERSION = "3.5.0"
 TRINO_VERSION = "476"
 
 # Dependencies Maven cannot resolve from Central or that would clash with the bundle's own logging.
@@ -163,6 +168,13 @@ BUNDLES: dict[str, Bundle] = {
                 "javax.annotation:*",
             ),
             approx_mb=14,
+        ),
+        Bundle(
+            name="hadoop-minicluster",
+            description=f"Apache Hadoop {HADOOP_MINICLUSTER_VERSION} mini cluster (hadoop-client-minicluster): "
+            "an HDFS NameNode and DataNodes in one JVM, for tests and benchmarks",
+            dependencies=(f"org.apache.hadoop:hadoop-client-minicluster:{HADOOP_MINICLUSTER_VERSION}",),
+            approx_mb=105,
         ),
         Bundle(
             name="trino-server",

@@ -39,6 +39,7 @@ from hivemesh.replication.streaming import (
 )
 from hivemesh.replication.visibility import TxnSnapshot, target_relpath
 from hivemesh.storage.copy import checksum, copy_file, is_temporary
+from hivemesh.storage.hdfs import hdfs_filesystem, split_hdfs_location
 from hivemesh.storage.locations import delete_path, local_path, resolve_location
 
 __all__ = [
@@ -62,8 +63,9 @@ LEDGER_BATCH = 500
 @dataclass(frozen=True)
 class FsSpec:
     """A file system that can be opened anywhere (on a Spark executor too): ``kind`` is ``s3``
-    (``options`` for ``pyarrow.fs.S3FileSystem``), ``local``, or ``uri`` (``options["uri"]`` given
-    to ``pyarrow.fs.FileSystem.from_uri``)."""
+    (``options`` for ``pyarrow.fs.S3FileSystem``), ``local``, ``hdfs`` (``options["authority"]``,
+    the NameNode or name service, through :func:`hivemesh.storage.hdfs.hdfs_filesystem`'s client),
+    or ``uri`` (``options["uri"]`` given to ``pyarrow.fs.FileSystem.from_uri``)."""
 
     kind: str
     options: tuple[tuple[str, str], ...] = ()
@@ -75,6 +77,8 @@ class FsSpec:
             return pafs.S3FileSystem(**opts)
         if self.kind == "local":
             return pafs.LocalFileSystem()
+        if self.kind == "hdfs":
+            return hdfs_filesystem(opts["authority"])
         return pafs.FileSystem.from_uri(opts["uri"])[0]
 
 
@@ -130,6 +134,9 @@ class ZoneStorage:
             return self._s3, location.split("://", 1)[1].rstrip("/")
         if scheme == "" or location.startswith("file:"):
             return FsSpec("local"), local_path(location) if location.startswith("file:") else location
+        if scheme == "hdfs":
+            authority, path = split_hdfs_location(location)
+            return FsSpec("hdfs", (("authority", authority),)), path.rstrip("/") or "/"
         return FsSpec("uri", (("uri", location),)), resolve_location(location)[1]
 
     def resolve(self, location: str) -> tuple[pafs.FileSystem, str]:

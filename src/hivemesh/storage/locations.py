@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from hivemesh.storage.hdfs import hdfs_filesystem, split_hdfs_location
+
 log = logging.getLogger("hivemesh.storage.locations")
 
 
@@ -159,8 +161,9 @@ def resolve_location(location: str, filesystem: pafs.FileSystem | None = None) -
 
     With ``filesystem`` the location is a path on it (a URI's scheme and authority are dropped).
     Without: a plain path or ``file:`` URI -> the local file system (``file:/x``, ``file:///x``
-    -> ``/x``; relative paths made absolute); any other URI -> ``pyarrow.fs.FileSystem.from_uri``
-    (ValueError/OSError when pyarrow cannot open it).
+    -> ``/x``; relative paths made absolute); ``hdfs://`` -> the HDFS client of
+    :func:`hivemesh.storage.hdfs.hdfs_filesystem` (ImportError without its wheel); any other URI ->
+    ``pyarrow.fs.FileSystem.from_uri`` (ValueError/OSError when pyarrow cannot open it).
     """
     if filesystem is not None:
         if location.startswith("file:"):
@@ -173,19 +176,25 @@ def resolve_location(location: str, filesystem: pafs.FileSystem | None = None) -
         return pafs.LocalFileSystem(), local_path(location)
     if "://" not in location:
         return pafs.LocalFileSystem(), os.path.abspath(location)
+    if location[:7].lower() == "hdfs://":
+        authority, path = split_hdfs_location(location)
+        return hdfs_filesystem(authority), _clean_path(path)
     filesystem, path = pafs.FileSystem.from_uri(location)
     return filesystem, str(path)
 
 
 def same_location(a: str | None, b: str) -> bool:
-    """True when locations ``a`` and ``b`` name the same directory (same kind of file system, same
-    path but for trailing slashes); False when ``a`` is empty. Raises ValueError/OSError
-    as :func:`resolve_location` when pyarrow cannot open the file system of either."""
+    """True when locations ``a`` and ``b`` name the same directory (same kind of file system, for
+    HDFS the same NameNode, same path but for trailing slashes); False when ``a`` is empty. Raises
+    ValueError/OSError as :func:`resolve_location` when pyarrow cannot open the file system of
+    either."""
     if not a:
         return False
     fa, pa_ = resolve_location(a)
     fb, pb = resolve_location(b)
-    return type(fa) is type(fb) and pa_.rstrip("/") == pb.rstrip("/")
+    if type(fa) is not type(fb) or (isinstance(fa, pafs.PyFileSystem) and not fa.equals(fb)):
+        return False  # a PyFileSystem (HDFS) names its NameNode in the handler, not in the path
+    return pa_.rstrip("/") == pb.rstrip("/")
 
 
 def _target(location: str | None) -> tuple[pafs.FileSystem, str] | None:
