@@ -186,6 +186,7 @@ class Applier:
         self._base: _EventBase | None = None  # the event id the next markers may use
         self._base_lock = threading.Lock()
         self._marked = 0  # markers taken (a prefetched id read while one was taken is not kept)
+        self._prefetch_marked = -1  # the count when the last command ended (its id may be read then)
         self._prefetch_wanted = threading.Event()
         self._db_changes: dict[str, int] = {}  # database -> its database-level commands applied
         self._any_changes = 0  # commands applied that name no single database
@@ -415,6 +416,8 @@ class Applier:
         if self.on_apply is not None:
             self.on_apply(outcome, time.perf_counter() - t0)
         if self.event_client is not None:
+            with self._base_lock:  # no command is being applied now: the count says so
+                self._prefetch_marked = self._marked
             self._prefetch_wanted.set()
 
     def _prefetch_loop(self) -> None:
@@ -427,7 +430,7 @@ class Applier:
                 continue
             self._prefetch_wanted.clear()
             with self._base_lock:
-                marked = self._marked
+                marked = self._prefetch_marked  # taken when the last command had ended
             if self._stop.wait(0.001) or self._events is False:
                 continue
             with self._base_lock:
