@@ -49,11 +49,12 @@ def _java() -> str:
 
 
 def _javac() -> str:
-    sibling = Path(os.path.realpath(_java())).parent / "javac"
-    javac = str(sibling) if sibling.exists() else shutil.which("javac")
-    if javac is None:
-        raise JavaClientError("no javac (a JDK, e.g. Debian's openjdk-17-jdk-headless)")
-    return javac
+    from hivemesh.jvm import JavaNotFound, find_javac
+
+    try:
+        return str(find_javac(17))
+    except JavaNotFound as e:
+        raise JavaClientError(str(e)) from e
 
 
 def java_client_unavailable() -> str | None:

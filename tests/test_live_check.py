@@ -356,6 +356,16 @@ def test_the_log_is_compacted_one_round_late_and_never_past_the_slowest_zone(mes
     assert broken.run_once() is None  # a zone that never stored a position stops compaction
 
 
+def out_of_band_counts(watchers: dict[str, Any]) -> dict[str, int]:
+    """One round of each zone's out-of-band watcher; the out-of-band writes each found so far."""
+    counts = {}
+    for name, w in watchers.items():
+        assert w is not None
+        w.run_once()
+        counts[name] = w.count
+    return counts
+
+
 def test_out_of_band_writes_are_found_in_the_zones_notification_log(mesh: Mesh) -> None:
     east, west = mesh.zones["east"], mesh.zones["west"]
     with east.via_proxy() as c:
@@ -363,21 +373,13 @@ def test_out_of_band_writes_are_found_in_the_zones_notification_log(mesh: Mesh) 
         c.create_table(table("fin_oob", "proxied"))
     mesh.wait_caught_up()
     watchers = {z.name: z.proxy.watcher for z in (east, west) if z.proxy is not None}
-    assert all(w is not None for w in watchers.values())
-    for w in watchers.values():
-        assert w is not None
-        w.run_once()  # the proxied writes: explained by the appliers' windows
-    before = {name: w.count for name, w in watchers.items() if w is not None}
+    before = out_of_band_counts(watchers)  # the proxied writes: explained by the appliers' windows
     with west.direct() as c:  # straight to west's metastore
         c.create_table(table("fin_oob", "sneaky"))
     with east.via_proxy() as c:  # a proxied write at the same time, in both zones
         c.create_table(table("fin_oob", "proxied2"))
     mesh.wait_caught_up()
-    found = {}
-    for name, w in watchers.items():
-        assert w is not None
-        w.run_once()
-        found[name] = w.count - before[name]
+    found = {name: n - before[name] for name, n in out_of_band_counts(watchers).items()}
     assert found == {"east": 0, "west": 1}
     west_watcher = watchers["west"]
     assert west_watcher is not None and west_watcher.recent[-1]["object"] == "fin_oob.sneaky"
@@ -406,10 +408,7 @@ def test_concurrent_proxied_writes_are_never_taken_for_out_of_band_ones(mesh: Me
         c.create_database(Database(name="fin_busy"))
     mesh.wait_caught_up()
     watchers = {z.name: z.proxy.watcher for z in (east, west) if z.proxy is not None}
-    for w in watchers.values():
-        assert w is not None
-        w.run_once()
-    before = {name: w.count for name, w in watchers.items() if w is not None}
+    before = out_of_band_counts(watchers)
     stop = time.monotonic() + 2.0
     done: list[int] = []
 
@@ -429,11 +428,7 @@ def test_concurrent_proxied_writes_are_never_taken_for_out_of_band_ones(mesh: Me
         t.join(60)
     assert len(done) == 8 and sum(done) > 8, done
     mesh.wait_caught_up()
-    found = {}
-    for name, w in watchers.items():
-        assert w is not None
-        w.run_once()
-        found[name] = w.count - before[name]
+    found = {name: n - before[name] for name, n in out_of_band_counts(watchers).items()}
     assert found == {"east": 0, "west": 0}, [w.recent for w in watchers.values() if w is not None]
 
 

@@ -16,14 +16,12 @@ no kill -9 here.
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import yaml
 from hive_metastore.ttypes import AlreadyExistsException, Database, FieldSchema, Partition
 
 from hivemesh.config import MetastoreConfig
@@ -33,7 +31,7 @@ from hivemesh.live.service import LiveService
 from hivemesh.metastore.service import MetastoreService
 from tests.support.etcd import EtcdCluster
 from tests.support.javahms import JavaHMS, java_available
-from tests.support.live import sd, table
+from tests.support.live import sd, table, write_mesh_config
 from tests.support.servers import ThriftClient
 
 pytestmark = pytest.mark.javahms
@@ -57,32 +55,14 @@ def zones(etcd_cluster: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -
     roots = {"hm": base / "hm" / "live", "h23": base / "h23" / "live"}
     for root in roots.values():
         root.mkdir(parents=True)
-    config = base / "mesh.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "zones": {
-                    "hm": {"metastore": ms.uri, "warehouse": str(base / "hm" / "wh")},
-                    "h23": {"metastore": hms.uri, "warehouse": f"file:{hms.warehouse}"},
-                },
-                "live": {
-                    "etcd": {
-                        "endpoints": etcd_cluster.endpoints,
-                        "prefix": f"/hivemesh-test/h23-{uuid.uuid4().hex[:8]}",
-                    },
-                    "rules": [
-                        {
-                            "name": "fin",
-                            "databases": ["fin_.*"],
-                            "paths": {z: str(p) for z, p in roots.items()},
-                            "acid_owner": "hm",
-                        }
-                    ],
-                    "max_apply_lag_s": 60,
-                    "store": f"sqlite:///{base / 'live.db'}",
-                },
-            }
-        )
+    config = write_mesh_config(
+        base / "mesh.yaml",
+        etcd_cluster,
+        {"hm": (ms.uri, str(base / "hm" / "wh")), "h23": (hms.uri, f"file:{hms.warehouse}")},
+        "fin",
+        ["fin_.*"],
+        roots,
+        acid_owner="hm",
     )
     proxies: dict[str, LiveService] = {}
     try:

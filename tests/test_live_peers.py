@@ -49,7 +49,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
 from hive_metastore.ttypes import (
     Database,
     FieldSchema,
@@ -70,6 +69,7 @@ from tests.support.etcd import EtcdCluster
 from tests.support.federation import SparkSwitch
 from tests.support.hive4 import Hive4Metastore
 from tests.support.javahms import JAVA_SKIP_REASON, java_available
+from tests.support.live import write_mesh_config
 from tests.support.servers import ThriftClient
 from tests.support.trino import TrinoServer
 
@@ -115,33 +115,18 @@ def zones(
     roots = {name: base / name / "live" for name in ("a", "b", "c")}
     for root in roots.values():
         root.mkdir(parents=True)
-    config = base / "mesh.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "zones": {
-                    "a": {"metastore": metastores["a"].uri, "warehouse": str(base / "a" / "wh")},
-                    "b": {"metastore": hive4.uri, "warehouse": f"file:{hive4.warehouse}"},
-                    "c": {"metastore": metastores["c"].uri, "warehouse": str(base / "c" / "wh")},
-                },
-                "live": {
-                    "etcd": {
-                        "endpoints": etcd_cluster.endpoints,
-                        "prefix": f"/hivemesh-test/peers-{uuid.uuid4().hex[:8]}",
-                    },
-                    "rules": [
-                        {
-                            "name": "peers",
-                            "databases": ["peers_.*"],
-                            "paths": {z: str(p) for z, p in roots.items()},
-                            "acid_owner": "a",
-                        }
-                    ],
-                    "max_apply_lag_s": 60,
-                    "store": f"sqlite:///{base / 'live.db'}",
-                },
-            }
-        )
+    config = write_mesh_config(
+        base / "mesh.yaml",
+        etcd_cluster,
+        {
+            "a": (metastores["a"].uri, str(base / "a" / "wh")),
+            "b": (hive4.uri, f"file:{hive4.warehouse}"),
+            "c": (metastores["c"].uri, str(base / "c" / "wh")),
+        },
+        "peers",
+        ["peers_.*"],
+        roots,
+        acid_owner="a",
     )
     proxies: dict[str, LiveService] = {}
     sparks = SparkSwitch(base / "spark-logs")

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from hivemesh.jvm import JavaNotFound, JvmArtifactError, cache_dir, find_java, resolve
+from hivemesh.jvm import JavaNotFound, JvmArtifactError, cache_dir, find_java, find_javac, resolve
 from tests.support.servers import die_with_parent
 
 __all__ = ["HdfsCluster", "HdfsClusterError", "java_copy", "require_hdfs"]
@@ -44,12 +44,7 @@ class HdfsClusterError(RuntimeError):
 
 
 def _javac() -> str:
-    java = find_java(17)
-    sibling = Path(os.path.realpath(java)).parent / "javac"
-    javac = str(sibling) if sibling.exists() else shutil.which("javac")
-    if javac is None:
-        raise JavaNotFound("no javac (a JDK, e.g. Debian's openjdk-17-jdk-headless)")
-    return javac
+    return str(find_javac(17))
 
 
 def require_hdfs() -> None:

@@ -18,7 +18,6 @@ or ``javac`` is missing.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from hivemesh.jvm import JavaNotFound, JvmArtifactError, find_java, resolve
+from hivemesh.jvm import JavaNotFound, JvmArtifactError, find_java, find_javac, resolve
 from tests.support.servers import die_with_parent
 
 __all__ = ["StreamingDriver", "StreamingDriverError", "require_hive_streaming"]
@@ -43,12 +42,7 @@ class StreamingDriverError(RuntimeError):
 
 
 def _javac() -> str:
-    java = find_java(17)
-    sibling = Path(os.path.realpath(java)).parent / "javac"
-    javac = str(sibling) if sibling.exists() else shutil.which("javac")
-    if javac is None:
-        raise JavaNotFound("no javac (a JDK, e.g. Debian's openjdk-17-jdk-headless)")
-    return javac
+    return str(find_javac(17))
 
 
 def require_hive_streaming() -> None:

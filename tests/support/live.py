@@ -91,6 +91,44 @@ class Mesh:
             time.sleep(0.05)
 
 
+def write_mesh_config(
+    path: Path,
+    cluster: EtcdCluster,
+    zones: dict[str, tuple[str, str]],
+    rule: str,
+    databases: list[str],
+    roots: dict[str, Path],
+    acid_owner: str,
+) -> Path:
+    """mesh.yaml at ``path``: ``zones`` (name -> (metastore URI, warehouse)), the live section on
+    ``cluster`` under a prefix of its own, one rule ``rule`` over ``databases`` with each zone's
+    root in ``roots``, ``max_apply_lag_s`` 60 and the store beside the file."""
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "zones": {z: {"metastore": uri, "warehouse": wh} for z, (uri, wh) in zones.items()},
+                "live": {
+                    "etcd": {
+                        "endpoints": cluster.endpoints,
+                        "prefix": f"/hivemesh-test/{rule}-{uuid.uuid4().hex[:8]}",
+                    },
+                    "rules": [
+                        {
+                            "name": rule,
+                            "databases": databases,
+                            "paths": {z: str(p) for z, p in roots.items()},
+                            "acid_owner": acid_owner,
+                        }
+                    ],
+                    "max_apply_lag_s": 60,
+                    "store": f"sqlite:///{path.parent / 'live.db'}",
+                },
+            }
+        )
+    )
+    return path
+
+
 @contextmanager
 def live_mesh(etcd_cluster: EtcdCluster, base: Path) -> Iterator[Mesh]:
     """Both zones under ``base``, their proxies started; everything stopped on exit."""

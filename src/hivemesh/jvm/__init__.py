@@ -3,7 +3,7 @@ on first use into a cache outside the repository (:mod:`.resolve`), and the Java
 (:mod:`.java`)."""
 
 from hivemesh.jvm.artifacts import BUNDLES, Bundle
-from hivemesh.jvm.java import JavaNotFound, find_java
+from hivemesh.jvm.java import JavaNotFound, find_java, find_javac
 from hivemesh.jvm.resolve import JvmArtifactError, ResolvedBundle, cache_dir, resolve
 
 __all__ = [
@@ -14,5 +14,6 @@ __all__ = [
     "ResolvedBundle",
     "cache_dir",
     "find_java",
+    "find_javac",
     "resolve",
 ]

@@ -82,3 +82,14 @@ def find_java(min_major: int = 17, max_major: int | None = None) -> Path:
             return Path(java)
     wanted = f"{min_major}+" if max_major is None else f"{min_major}..{max_major}"
     raise JavaNotFound(f"no Java {wanted} found (set JAVA_HOME); seen: {', '.join(seen) or 'none'}")
+
+
+def find_javac(min_major: int = 17) -> Path:
+    """Path of the ``javac`` beside :func:`find_java`'s ``java`` (its JDK), else ``javac`` on
+    ``PATH``: what compiles the small Java programs of the tests and benchmarks. Raises
+    :class:`JavaNotFound` when there is no JDK."""
+    sibling = Path(os.path.realpath(find_java(min_major))).parent / "javac"
+    javac = str(sibling) if sibling.exists() else shutil.which("javac")
+    if javac is None:
+        raise JavaNotFound("no javac (a JDK, e.g. Debian's openjdk-17-jdk-headless)")
+    return Path(javac)
