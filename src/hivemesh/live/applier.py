@@ -187,6 +187,7 @@ class Applier:
         self._base_lock = threading.Lock()
         self._marked = 0  # markers taken (a prefetched id read while one was taken is not kept)
         self._prefetch_marked = -1  # the count when the last command ended (its id may be read then)
+        self._store_now = False  # store the position as soon as the command being applied ends
         self._prefetch_wanted = threading.Event()
         self._db_changes: dict[str, int] = {}  # database -> its database-level commands applied
         self._any_changes = 0  # commands applied that name no single database
@@ -342,6 +343,9 @@ class Applier:
         finally:
             with self._save_lock:
                 self._applying = False
+        if self._store_now:  # an ACID commit waits for every zone's stored position past it
+            self._store_now = False
+            self._flush()
 
     def _flush_loop(self) -> None:
         while not self._stop.wait(_FLUSH_S):
@@ -506,6 +510,7 @@ class Applier:
                     continue
             if command.method == COPY_DATA:  # its files are here now: nothing to call
                 self.last_error = None
+                self._store_now = True
                 return Outcome(entry.position)
             try:
                 if attempted:

@@ -333,7 +333,7 @@ class LiveCatalog(Federation):
                     f"not in zone(s) {', '.join(behind)} after {self.wait_s:g}s; they will be; commit "
                     "again, or abort"
                 )
-            time.sleep(0.05)
+            time.sleep(0.02)
 
     def _gave_up(self, request_id: str, method: str, outcome: str, text: str) -> MetaException:
         """The MetaException of a proposal this call stops waiting for (its waiter dropped)."""
