@@ -188,6 +188,7 @@ class Applier:
         self._marked = 0  # markers taken (a prefetched id read while one was taken is not kept)
         self._prefetch_marked = -1  # the count when the last command ended (its id may be read then)
         self._store_now = False  # store the position as soon as the command being applied ends
+        self._last_objects: Objects | None = None  # what the command being applied names
         self._prefetch_wanted = threading.Event()
         self._db_changes: dict[str, int] = {}  # database -> its database-level commands applied
         self._any_changes = 0  # commands applied that name no single database
@@ -404,7 +405,7 @@ class Applier:
 
     def _take_one(self, entry: Entry) -> None:
         t0 = time.perf_counter()
-        self._last_objects: tuple[str, tuple[str, ...]] | None = None
+        self._last_objects = None
         outcome = self._apply(entry)
         self._count_change(self._last_objects)
         if outcome is None:  # stopped while retrying: not applied

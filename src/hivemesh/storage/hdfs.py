@@ -313,9 +313,12 @@ class _Writer(io.RawIOBase):
         self.inner = inner
 
     def writable(self) -> bool:
+        """Always True: the stream is open for writing."""
         return True
 
     def write(self, data: Any) -> int:
+        """Append ``data`` (bytes or a buffer); returns its length in bytes. Raises OSError
+        naming the HDFS failure."""
         chunk = data if isinstance(data, bytes) else bytes(data)
         try:
             self.inner.write(chunk)
@@ -324,9 +327,11 @@ class _Writer(io.RawIOBase):
         return len(chunk)
 
     def hsync(self) -> None:
+        """Make the bytes written so far visible to readers (HDFS hflush); raises the client's error."""
         self.inner.hsync()
 
     def close(self) -> None:
+        """Close the file (the DataNodes finish the last block); OSError when HDFS refuses. Idempotent."""
         if not self.closed:
             try:
                 self.inner.close()
